@@ -1,0 +1,1 @@
+"""launchbench's measuring code: pytest-benchmark cases that record their coordinates in ``extra_info``."""

@@ -1,0 +1,54 @@
+"""The data contract between the benchmarks and ``analysis``: the keys every case writes into ``extra_info``.
+
+Saved runs outlive the code, so keys are only ever added here, never renamed or given new meanings.
+Values are SI base units (seconds, bytes, FLOPs, counts). A key that does not apply is left out, never 0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+SUITE = "launchbench"
+
+#: key -> meaning; README.md's "Data contract" table is this mapping.
+CONTRACT: Mapping[str, str] = {
+    "suite": 'always "launchbench": tells our cases from other suites\' in mixed storage',
+    "case": "the family: ufunc_size, many_vs_one, host_bandwidth, launch_batch, launch_sync_each, "
+    "graph_replay, spin, enqueue, sync, decode_step",
+    "device": 'where the work runs: "cpu" or "cuda"',
+    "op": 'the operation timed, e.g. "np.add", "copy", "triad", "empty_kernel"',
+    "dtype": 'element type, e.g. "float32"',
+    "n": "elements per call",
+    "pieces": "calls per timed round (many small vs one big)",
+    "variant": 'how the pieces are made: "views" (made once, outside the timing) or "slices" (inside)',
+    "bytes": "bytes moved per timed call",
+    "flops": "floating-point operations per timed call",
+    "mode": 'GPU submission: "eager" or "graph"',
+    "n_kernels": "GPU kernels per timed call",
+    "n_calls": "numpy calls per timed call (the CPU analogue of n_kernels)",
+    "kernel_ns": "requested kernel duration, ns",
+    "gpu_time_s": "CUDA-event time per timed call, median over rounds, s",
+    "plan": 'decode step kernel plan: "unfused", "fused"',
+    "config": 'model shape of a decode step, e.g. "Llama-3.2-1B"',
+    "batch": "sequences per decode step",
+    "ctx": "context length (tokens in the KV cache) of a decode step",
+    "spec_bytes_per_s": "datasheet memory bandwidth of the device the case ran on, B/s",
+}
+
+
+def coordinates(case: str, device: str, **fields: object) -> dict[str, object]:
+    """Return the ``extra_info`` of one case: the suite tag, its family and device, and ``fields``.
+
+    ``None`` values are dropped (absent means "not applicable"); a key outside ``CONTRACT`` raises
+    ``KeyError``, so a typo cannot silently create a column analysis never reads.
+    """
+    unknown = sorted(set(fields) - set(CONTRACT))
+    if unknown:
+        raise KeyError(f"extra_info keys outside the launchbench contract: {', '.join(unknown)}")
+    present = {key: value for key, value in fields.items() if value is not None}
+    return {"suite": SUITE, "case": case, "device": device, **present}
+
+
+def record(benchmark: object, case: str, device: str, **fields: object) -> None:
+    """Write a case's coordinates into ``benchmark.extra_info`` (pytest-benchmark saves them with the run)."""
+    benchmark.extra_info.update(coordinates(case, device, **fields))

@@ -1,0 +1,29 @@
+"""Plain-text tables for the CLI: pure formatting of already formatted cells."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+_COLUMN_GAP = "  "
+
+
+def _is_numeric(cell: str) -> bool:
+    return cell[:1].isdigit()
+
+
+def format_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """Return ``rows`` under ``headers`` as aligned text lines; columns whose cells all start with a digit are
+    right-aligned, others left-aligned."""
+    columns = list(zip(headers, *rows, strict=True)) if rows else [(header,) for header in headers]
+    widths = [max(len(cell) for cell in column) for column in columns]
+    right_aligned = [bool(rows) and all(_is_numeric(cell) for cell in column[1:]) for column in columns]
+
+    def line(cells: Sequence[str]) -> str:
+        padded = (
+            cell.rjust(width) if right else cell.ljust(width)
+            for cell, width, right in zip(cells, widths, right_aligned, strict=True)
+        )
+        return _COLUMN_GAP.join(padded).rstrip()
+
+    rule = _COLUMN_GAP.join("-" * width for width in widths)
+    return "\n".join([line(headers), rule, *(line(row) for row in rows)])

@@ -1,0 +1,89 @@
+"""model.launch: kernel plans and the serial / overlapped composition."""
+
+import pytest
+
+from model import H100, LLAMA31_8B, LLAMA32_1B, decode_step
+from model.launch import FUSED, MEGAKERNEL, PLANS, UNFUSED, compose, compose_graph
+from model.llm import ModelConfig
+
+LAUNCH_S = (2e-6, 4e-6, 8e-6)
+
+
+@pytest.mark.parametrize(
+    ("cfg", "plan", "n_kernels"),
+    [
+        (LLAMA31_8B, UNFUSED, 387),
+        (LLAMA31_8B, FUSED, 259),
+        (LLAMA32_1B, UNFUSED, 195),
+        (LLAMA32_1B, FUSED, 131),
+        (LLAMA31_8B, MEGAKERNEL, 1),
+        (LLAMA32_1B, MEGAKERNEL, 1),
+    ],
+)
+def test_kernel_counts(cfg: ModelConfig, plan, n_kernels: int) -> None:
+    assert plan.n_kernels(cfg) == n_kernels
+
+
+def test_plans_as_in_the_seed() -> None:
+    assert len(UNFUSED.per_layer) == 12
+    assert len(FUSED.per_layer) == 8
+    assert UNFUSED.tail == FUSED.tail == ("final RMSNorm", "output layer", "sampling")
+    assert PLANS == {"unfused": UNFUSED, "fused": FUSED, "megakernel": MEGAKERNEL}
+
+
+def _shares(cfg: ModelConfig) -> list[float]:
+    t_gpu_s = decode_step(cfg, H100, 1, 1024).t_step
+    return [
+        compose(t_gpu_s, plan.n_kernels(cfg), t_launch_s).overhead_share
+        for plan in (UNFUSED, FUSED)
+        for t_launch_s in LAUNCH_S
+    ]
+
+
+@pytest.mark.parametrize(("cfg", "low_pct", "high_pct"), [(LLAMA31_8B, 10, 41), (LLAMA32_1B, 26, 68)])
+def test_seed_overhead_share_ranges(cfg: ModelConfig, low_pct: int, high_pct: int) -> None:
+    shares = _shares(cfg)
+    assert f"{min(shares) * 100:.0f}" == str(low_pct)
+    assert f"{max(shares) * 100:.0f}" == str(high_pct)
+
+
+@pytest.mark.parametrize(("plan", "step_ms"), [(FUSED, 1.05), (UNFUSED, 1.56)])
+def test_1b_at_8us_is_cpu_bound_even_overlapped(plan, step_ms: float) -> None:
+    t_gpu_s = decode_step(LLAMA32_1B, H100, 1, 1024).t_step
+    composition = compose(t_gpu_s, plan.n_kernels(LLAMA32_1B), 8e-6)
+    assert composition.overlapped_s > t_gpu_s
+    assert round(composition.overlapped_s * 1e3, 2) == step_ms
+
+
+def test_composition_arithmetic() -> None:
+    composition = compose(1e-3, 100, 5e-6, batch=4)
+    assert composition.serial_s == pytest.approx(1.5e-3)
+    assert composition.overlapped_s == pytest.approx(1e-3)
+    assert composition.overhead_s == pytest.approx(0.5e-3)
+    assert composition.overhead_share == pytest.approx(1 / 3)
+    assert composition.tok_per_s_serial == pytest.approx(4 / 1.5e-3)
+    assert composition.tok_per_s_overlapped == pytest.approx(4 / 1e-3)
+
+
+def test_graph_composition() -> None:
+    graph = compose_graph(1e-3, 100, 1e-6, 20e-6)
+    assert graph.serial_s == pytest.approx(1e-3 + 100e-6 + 20e-6)
+    assert graph.overlapped_s == pytest.approx(1.1e-3)
+    # Replaying a graph is cheaper than launching each kernel when a node costs less than a launch.
+    assert graph.serial_s < compose(1e-3, 100, 5e-6).serial_s
+
+
+@pytest.mark.parametrize(
+    ("call", "field"),
+    [
+        (lambda: compose(-1.0, 10, 1e-6), "t_gpu_s"),
+        (lambda: compose(1e-3, 0, 1e-6), "n_kernels"),
+        (lambda: compose(1e-3, 10, -1e-6), "t_launch_s"),
+        (lambda: compose(1e-3, 10, 1e-6, batch=0), "batch"),
+        (lambda: compose_graph(1e-3, 10, -1e-6, 1e-5), "t_node_s"),
+        (lambda: compose_graph(1e-3, 10, 1e-6, float("nan")), "t_graph_launch_s"),
+    ],
+)
+def test_bad_input_names_the_field(call, field: str) -> None:
+    with pytest.raises(ValueError, match=field):
+        call()

@@ -1,0 +1,51 @@
+"""model.units: the one human-unit formatter."""
+
+import math
+
+import pytest
+
+from model.units import fmt_bytes, fmt_count, fmt_flop_rate, fmt_percent, fmt_rate, fmt_si, fmt_time
+
+
+@pytest.mark.parametrize(
+    ("seconds", "text"),
+    [
+        (4.5206e-3, "4.52 ms"),
+        (7.4e-7, "740 ns"),
+        (7.478e-4, "748 µs"),
+        (1.048e-3, "1.05 ms"),
+        (2e-6, "2.00 µs"),
+        (3.5, "3.50 s"),
+        (0.0, "0 ns"),
+        (9.9996e-4, "1.00 ms"),  # rounding carries into the next unit
+        (5e-10, "0.500 ns"),
+    ],
+)
+def test_fmt_time_picks_unit_by_magnitude(seconds: float, text: str) -> None:
+    assert fmt_time(seconds) == text
+
+
+@pytest.mark.parametrize(
+    ("formatted", "text"),
+    [
+        (fmt_bytes(1.5009849e10), "15.0 GB"),
+        (fmt_bytes(512), "512 B"),
+        (fmt_bytes(52_428_800), "52.4 MB"),
+        (fmt_rate(3.35e12), "3.35 TB/s"),
+        (fmt_rate(864e9), "864 GB/s"),
+        (fmt_flop_rate(989.4e12), "989 TFLOP/s"),
+        (fmt_si(2.25e15, "FLOP/s"), "2.25 PFLOP/s"),
+        (fmt_count(8_030_261_248), "8,030,261,248"),
+        (fmt_count(943.7), "944"),
+        (fmt_percent(0.406), "41%"),
+        (fmt_percent(0.0108, 1), "1.1%"),
+        (fmt_percent(0.0001, None), "0.01%"),
+    ],
+)
+def test_formatters(formatted: str, text: str) -> None:
+    assert formatted == text
+
+
+def test_non_finite_values_do_not_raise() -> None:
+    assert fmt_time(math.inf) == "inf s"
+    assert fmt_count(math.inf) == "inf"
