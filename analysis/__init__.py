@@ -1,1 +1,1 @@
-"""launchbench's analysis: saved pytest-benchmark runs -> tidy pandas frames -> fits, model comparisons, plots."""
+"""launchbench's analysis: saved pytest-benchmark runs -> tidy frames -> fits, model comparisons, plots."""

@@ -33,6 +33,8 @@ CONTRACT: Mapping[str, str] = {
     "batch": "sequences per decode step",
     "ctx": "context length (tokens in the KV cache) of a decode step",
     "spec_bytes_per_s": "datasheet memory bandwidth of the device the case ran on, B/s",
+    "rows": "matrix rows (outputs) of a matrix-vector case (decode_step, op matvec)",
+    "cols": "matrix columns (inputs) of a matrix-vector case (decode_step, op matvec)",
 }
 
 

@@ -1,0 +1,334 @@
+"""The decode-step family: measured steps held against the roofline-plus-per-call-cost prediction.
+
+Rows of ``case == "decode_step"`` (``benchmarks/test_decode_step.py``). For each measured step, per machine:
+
+- CPU (numpy): work = bytes / host bandwidth, the higher of the STREAM copy and triad bandwidths that
+  ``analysis.host.fit_host`` measured in the same run; per-call cost = its fitted t0. Serial bound = work +
+  calls × t0, overlapped bound = max(work, calls × t0) (numpy cannot overlap its calls, so the serial bound
+  is the one to expect).
+- GPU (CuPy): work = ``model.roofline.decode_step`` of the step's configuration on the GPU's spec
+  (``model.hardware.spec_for_device_name``); per-launch cost from ``analysis.launch.fit_launch`` of the same
+  run. Eager: ``model.launch.compose(work, kernels, launch_s)``, both bounds plus the synchronise round trip
+  that every timed step ends with (as ``analysis.launch.predict_spin`` does). Graph:
+  ``model.launch.compose_graph(work, kernels, graph_node_s, graph_launch_s)`` (the graph launch intercept
+  already holds the synchronise).
+
+``position`` says where the measurement falls: 0 at the overlapped bound, 1 at the serial bound, below 0
+faster than the overlapped bound, above 1 slower than the serial one. Times are seconds per step (the
+pytest-benchmark median of one timed call = one step), bandwidths B/s.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from analysis.host import fit_host
+from analysis.launch import fit_launch, fitted
+from model.hardware import spec_for_device_name
+from model.launch import compose, compose_graph
+from model.llm import MODELS
+from model.roofline import decode_step
+from model.tables import format_table
+from model.units import fmt_bytes, fmt_count, fmt_percent, fmt_rate, fmt_time
+
+#: Columns of ``decode_table``'s frame, one row per machine / device / config / plan / mode / batch / ctx.
+DECODE_COLUMNS = (
+    "machine_id",
+    "device",
+    "config",
+    "plan",
+    "mode",
+    "batch",
+    "ctx",
+    "ops_per_step",  # GPU kernels (n_kernels) or numpy calls (n_calls) per step
+    "bytes",  # weights + KV cache read per step, B
+    "measured_s",  # host time per step (median), s
+    "gpu_time_s",  # CUDA-event time per step (GPU only), s
+    "work_s",  # bytes at the reference bandwidth (GPU: the roofline step time), s
+    "per_op_s",  # cost charged per op: t0 (CPU), launch_s (eager), graph_node_s (graph), s
+    "fixed_s",  # charged once per step: synchronise (eager), graph launch + synchronise (graph), 0 (CPU)
+    "serial_s",
+    "overlapped_s",
+    "position",  # (measured − overlapped) / (serial − overlapped)
+    "within_bounds",
+    "achieved_bytes_per_s",  # bytes / measured_s
+    "reference_bytes_per_s",  # GPU: datasheet bandwidth; CPU: measured STREAM bandwidth
+    "bandwidth_fraction",  # achieved / reference
+    "runs",  # rows (saved runs) the measurement is the median of
+)
+
+#: Columns of ``matvec_table``'s frame: the GPU matrix-vector kernel alone, per machine and shape.
+MATVEC_COLUMNS = (
+    "machine_id",
+    "rows",
+    "cols",
+    "bytes",
+    "gpu_time_s",
+    "achieved_bytes_per_s",
+    "spec_bytes_per_s",
+    "bandwidth_fraction",
+)
+
+_GROUP = ["machine_id", "device", "config", "plan", "mode", "batch", "ctx"]
+
+
+def decode_rows(frame: pd.DataFrame) -> pd.DataFrame:
+    """The whole-step rows of ``frame`` (``case == "decode_step"``, ``op == "decode_step"``); may be empty."""
+    if frame.empty or "case" not in frame.columns or "op" not in frame.columns:
+        return frame.iloc[0:0]
+    return frame[(frame["case"] == "decode_step") & (frame["op"] == "decode_step")]
+
+
+def decode_table(
+    frame: pd.DataFrame, host_fits: pd.DataFrame | None = None, launch_fits: pd.DataFrame | None = None
+) -> pd.DataFrame:
+    """Return ``DECODE_COLUMNS``: every measured decode step of ``frame`` beside its predicted bounds.
+
+    ``host_fits`` / ``launch_fits`` default to ``analysis.host.fit_host(frame)`` /
+    ``analysis.launch.fit_launch(frame)``: the per-call costs of the same run(s). A step whose machine lacks
+    a fit (or whose GPU spec or configuration is unknown to ``model``) keeps its measurement and has NaN
+    predictions. Several runs of one machine are summarised by the median of their medians.
+    """
+    steps = decode_rows(frame)
+    if steps.empty:
+        return pd.DataFrame(columns=list(DECODE_COLUMNS))
+    steps = steps.copy()
+    for column in ("mode", "gpu_name", "n_calls", "n_kernels", "gpu_time_s", "spec_bytes_per_s"):
+        if column not in steps.columns:
+            steps[column] = np.nan
+    if host_fits is None:
+        host_fits = fit_host(frame)
+    if launch_fits is None:
+        launch_fits = fit_launch(frame)
+    host = host_fits.set_index("machine_id") if not host_fits.empty else None
+    rows = []
+    for key, group in steps.groupby(_GROUP, sort=True, dropna=False):
+        row = dict(zip(_GROUP, key, strict=True))
+        row.update(batch=int(row["batch"]), ctx=int(row["ctx"]))
+        first = group.iloc[0]
+        on_gpu = row["device"] == "cuda"
+        ops = first["n_kernels"] if on_gpu else first["n_calls"]
+        row.update(
+            ops_per_step=int(ops),
+            bytes=float(first["bytes"]),
+            measured_s=float(group["median"].median()),
+            gpu_time_s=float(group["gpu_time_s"].median()) if on_gpu else math.nan,
+            runs=len(group),
+        )
+        if on_gpu:
+            row.update(_gpu_prediction(row, first, launch_fits))
+        else:
+            row.update(_cpu_prediction(row, host))
+        rows.append(_finish(row))
+    return pd.DataFrame(rows, columns=list(DECODE_COLUMNS))
+
+
+def matvec_table(frame: pd.DataFrame) -> pd.DataFrame:
+    """Return ``MATVEC_COLUMNS``: the GPU matrix-vector kernel's achieved bandwidth per machine and shape,
+    bytes over its CUDA-event time (median over runs), and the fraction of the datasheet bandwidth."""
+    if frame.empty or "case" not in frame.columns or "op" not in frame.columns:
+        return pd.DataFrame(columns=list(MATVEC_COLUMNS))
+    cases = frame[(frame["case"] == "decode_step") & (frame["op"] == "matvec")]
+    if cases.empty:
+        return pd.DataFrame(columns=list(MATVEC_COLUMNS))
+    rows = []
+    for (machine_id, n_rows, n_cols), group in cases.groupby(["machine_id", "rows", "cols"], sort=True):
+        gpu_time_s = float(group["gpu_time_s"].median())
+        n_bytes = float(group["bytes"].iloc[0])
+        spec = float(group["spec_bytes_per_s"].iloc[0]) if "spec_bytes_per_s" in group else math.nan
+        achieved = n_bytes / gpu_time_s
+        rows.append(
+            {
+                "machine_id": machine_id,
+                "rows": int(n_rows),
+                "cols": int(n_cols),
+                "bytes": n_bytes,
+                "gpu_time_s": gpu_time_s,
+                "achieved_bytes_per_s": achieved,
+                "spec_bytes_per_s": spec,
+                "bandwidth_fraction": achieved / spec,
+            }
+        )
+    return pd.DataFrame(rows, columns=list(MATVEC_COLUMNS))
+
+
+def summary_section(frame: pd.DataFrame) -> list[str]:
+    """The decode-step lines of the terminal summary; empty when ``frame`` holds no decode-step case."""
+    table = decode_table(frame)
+    matvec = matvec_table(frame)
+    if table.empty and matvec.empty:
+        return []
+    lines: list[str] = []
+    for machine_id, machine in table.groupby("machine_id", sort=True):
+        lines.append(f"Decode step (one token) against bytes/bandwidth + per-op cost — {machine_id}")
+        for device, rows in machine.groupby("device", sort=True):
+            lines.extend(_device_lines(str(device), rows))
+    for machine_id, machine in matvec.groupby("machine_id", sort=True):
+        lines.append(f"GPU matrix-vector kernel alone (FP16, CUDA-event time) — {machine_id}")
+        cells = [
+            [
+                f"{fmt_count(row.rows)} × {fmt_count(row.cols)}",
+                fmt_bytes(row.bytes),
+                fmt_time(row.gpu_time_s),
+                fmt_rate(row.achieved_bytes_per_s),
+                _fraction(row.bandwidth_fraction),
+            ]
+            for row in machine.itertuples(index=False)
+        ]
+        table_text = format_table(["rows × cols", "weights", "time", "achieved", "of spec"], cells)
+        lines.extend(f"  {line}" for line in table_text.splitlines())
+    return lines
+
+
+def _cpu_prediction(row: dict[str, object], host: pd.DataFrame | None) -> dict[str, float]:
+    """CPU bounds from the machine's ``fit_host`` row: bytes / best STREAM bandwidth, calls × t0."""
+    machine_id = row["machine_id"]
+    if host is None or machine_id not in host.index:
+        return {}
+    fit = host.loc[machine_id]
+    bandwidths = [float(fit[name]) for name in ("copy_bytes_per_s", "triad_bytes_per_s")]
+    bandwidths = [value for value in bandwidths if math.isfinite(value) and value > 0]
+    t0_s = float(fit["t0_s"])
+    if not bandwidths or not math.isfinite(t0_s):
+        return {}
+    bandwidth = max(bandwidths)
+    work_s = float(row["bytes"]) / bandwidth
+    calls_s = row["ops_per_step"] * t0_s
+    return {
+        "work_s": work_s,
+        "per_op_s": t0_s,
+        "fixed_s": 0.0,
+        "serial_s": work_s + calls_s,
+        "overlapped_s": max(work_s, calls_s),
+        "reference_bytes_per_s": bandwidth,
+    }
+
+
+def _gpu_prediction(row: dict[str, object], first: pd.Series, launch_fits: pd.DataFrame) -> dict[str, float]:
+    """GPU bounds: the roofline step of the configuration on the GPU's spec, composed with the launch costs
+    that ``fit_launch`` measured on the same machine (eager or graph, as the row's mode)."""
+    recorded_spec = pd.to_numeric(pd.Series([first["spec_bytes_per_s"]]), errors="coerce").iloc[0]
+    result: dict[str, float] = {"reference_bytes_per_s": float(recorded_spec)}
+    gpu_name = first["gpu_name"]
+    spec = spec_for_device_name(gpu_name) if isinstance(gpu_name, str) else None
+    cfg = MODELS.get(str(row["config"]))
+    if spec is None or cfg is None:
+        return result
+    work_s = decode_step(cfg, spec, int(row["batch"]), int(row["ctx"])).t_step
+    n_kernels = int(row["ops_per_step"])
+    machine_id = str(row["machine_id"])
+    result.update(work_s=work_s, reference_bytes_per_s=spec.mem_bytes_per_s)
+    if row["mode"] == "graph":
+        node_s = fitted(launch_fits, machine_id, "graph_node_s")
+        graph_s = fitted(launch_fits, machine_id, "graph_launch_s")
+        if not (_usable(node_s) and _usable(graph_s)):
+            return result
+        composition = compose_graph(work_s, n_kernels, node_s, graph_s)
+        result.update(
+            per_op_s=node_s,
+            fixed_s=graph_s,
+            serial_s=composition.serial_s,
+            overlapped_s=composition.overlapped_s,
+        )
+        return result
+    launch_s = fitted(launch_fits, machine_id, "launch_s")
+    sync_s = fitted(launch_fits, machine_id, "sync_round_trip_s")
+    if not (_usable(launch_s) and _usable(sync_s)):
+        return result
+    composition = compose(work_s, n_kernels, launch_s)
+    result.update(
+        per_op_s=launch_s,
+        fixed_s=sync_s,
+        serial_s=composition.serial_s + sync_s,
+        overlapped_s=composition.overlapped_s + sync_s,
+    )
+    return result
+
+
+def _usable(value: float) -> bool:
+    return math.isfinite(value) and value >= 0
+
+
+def _finish(row: dict[str, object]) -> dict[str, object]:
+    """Fill the derived columns: position between the bounds, achieved bandwidth and its fraction."""
+    full = dict.fromkeys(DECODE_COLUMNS, math.nan) | row
+    measured = float(full["measured_s"])
+    serial, overlapped = float(full["serial_s"]), float(full["overlapped_s"])
+    width = serial - overlapped
+    full["position"] = (measured - overlapped) / width if width > 0 else math.nan
+    full["within_bounds"] = bool(overlapped <= measured <= serial) if math.isfinite(serial) else None
+    full["achieved_bytes_per_s"] = float(full["bytes"]) / measured
+    full["bandwidth_fraction"] = full["achieved_bytes_per_s"] / float(full["reference_bytes_per_s"])
+    return full
+
+
+def _fraction(value: float) -> str:
+    return "n/a" if not math.isfinite(value) else fmt_percent(value)
+
+
+def _where(row: object) -> str:
+    """Where the measurement falls: "inside (position)" between the bounds, else how many times the nearer
+    bound it is ("above: 4.3× serial", "below: 0.8× overlapped")."""
+    if not (math.isfinite(row.overlapped_s) and math.isfinite(row.serial_s)):
+        return "no prediction"
+    if row.within_bounds:
+        return f"inside ({row.position:.2f})" if math.isfinite(row.position) else "at the bound"
+    if row.measured_s > row.serial_s:
+        return f"above: {row.measured_s / row.serial_s:.2f}× serial"
+    return f"below: {row.measured_s / row.overlapped_s:.2f}× overlapped"
+
+
+def _device_lines(device: str, rows: pd.DataFrame) -> list[str]:
+    """One table per device: the measured step beside its bounds and bandwidth."""
+    first = rows.iloc[0]
+    if device == "cuda":
+        head = (
+            f"  GPU, {first['config']}, batch {int(first['batch'])}, ctx {fmt_count(first['ctx'])} "
+            "(work: roofline at the datasheet bandwidth; per op: fitted launch or graph node)"
+        )
+        ops, reference = "kernels", "of spec"
+    else:
+        head = (
+            f"  CPU, {first['config']}, batch {int(first['batch'])}, ctx {fmt_count(first['ctx'])} "
+            "(work: bytes / measured STREAM bandwidth; per op: fitted numpy t0)"
+        )
+        ops, reference = "numpy calls", "of STREAM"
+    cells = []
+    for row in rows.itertuples(index=False):
+        mode = row.mode if isinstance(row.mode, str) else "-"
+        cells.append(
+            [
+                str(row.plan),
+                mode,
+                fmt_count(row.ops_per_step),
+                fmt_bytes(row.bytes),
+                fmt_time(row.measured_s),
+                _time(row.work_s),
+                _time(row.per_op_s),
+                _time(row.overlapped_s),
+                _time(row.serial_s),
+                _where(row),
+                fmt_rate(row.achieved_bytes_per_s),
+                _fraction(row.bandwidth_fraction),
+            ]
+        )
+    headers = ["plan", "mode", ops, "bytes", "measured", "work", "per op", "overlapped", "serial"]
+    headers += ["where", "achieved", reference]
+    lines = [head, *(f"    {line}" for line in format_table(headers, cells).splitlines())]
+    if rows["serial_s"].isna().any():
+        needed = (
+            "launch suite (test_cuda_launch.py)"
+            if device == "cuda"
+            else "CPU suite (ufunc_size, host_bandwidth)"
+        )
+        lines.append(
+            f"    no prediction: the per-op cost and bandwidth come from the {needed} of the same machine"
+        )
+    return lines
+
+
+def _time(seconds: float) -> str:
+    return "n/a" if not math.isfinite(seconds) else fmt_time(seconds)

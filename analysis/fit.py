@@ -1,0 +1,436 @@
+"""Fitting primitives every family reuses: weighted least squares, the fixed-overhead law, bootstrap CIs.
+
+The law itself, t(n) = t0 + n/r∞ and n½ = t0·r∞, lives in ``model.laws``; this module only estimates its
+parameters from measured points. Timings spread over five or more decades of n, so the fits weight each
+point by 1/t² (a relative-error fit): a 400 ns call counts as much as a 100 ms one, and t0 is set by the
+small sizes, where it is visible, not drowned by the absolute scatter of the large ones.
+
+Confidence intervals come from a seeded (deterministic) bootstrap over the points, and over each point's raw
+samples too when the run saved them. All results are frozen dataclasses in SI units.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from model.laws import half_performance_length
+
+DEFAULT_LEVEL = 0.95
+DEFAULT_N_BOOT = 2000
+DEFAULT_SEED = 0
+
+CI_SAMPLES = "bootstrap over points and their raw samples"
+
+#: The per-point statistics a bootstrap over raw samples can redraw: what ``t`` holds for each point.
+STATISTICS = ("median", "min")
+CI_POINTS = "bootstrap over points"
+CI_NONE = "none (one point, no raw samples)"
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A confidence interval [low, high] at ``level`` (a fraction, 0.95 for 95 %), in the estimate's unit."""
+
+    low: float
+    high: float
+    level: float
+
+    def contains(self, value: float) -> bool:
+        """Whether ``value`` lies in [low, high]."""
+        return self.low <= value <= self.high
+
+
+@dataclass(frozen=True)
+class LinearFit:
+    """Weighted least-squares fit of y ≈ X·coef.
+
+    ``stderr`` is scaled by the residual variance (the weights give relative, not absolute, precision), and
+    ``ci`` uses Student's t with ``dof`` = points − coefficients degrees of freedom.
+    """
+
+    coef: tuple[float, ...]
+    stderr: tuple[float, ...]
+    ci: tuple[Interval, ...]
+    dof: int
+    n_points: int
+    weighted_rss: float
+
+
+@dataclass(frozen=True)
+class OverheadFit:
+    """The fixed-overhead law t(n) = t0 + n/r∞ fitted to per-call times.
+
+    ``t0_s``: fixed cost per call, s. ``s_per_element``: 1/r∞, s per element. ``r_inf_per_s``: elements per
+    second as n → ∞. ``n_half``: elements at which half of a call is fixed cost (``model.laws``).
+    Intervals at ``level`` by ``ci_method``; ``n_outside_law`` counts bootstrap replicates with t0 < 0 or
+    r∞ ≤ 0, left out of the n½ interval only. ``sizes``: the distinct n the fit used.
+    """
+
+    t0_s: float
+    s_per_element: float
+    r_inf_per_s: float
+    n_half: float
+    t0_ci: Interval
+    s_per_element_ci: Interval
+    r_inf_ci: Interval
+    n_half_ci: Interval
+    sizes: tuple[int, ...]
+    n_points: int
+    ci_method: str
+    n_boot: int
+    n_outside_law: int
+    linear: LinearFit
+
+
+@dataclass(frozen=True)
+class PerElementFit:
+    """The per-element cost s of t(n) = t0 + s·n with t0 known (from a fit at small sizes), s per element.
+
+    Used where the fixed cost is a negligible share of each call (arrays served from DRAM). ``ci`` at
+    ``level`` by ``ci_method`` (NaN bounds when one point without raw samples leaves nothing to resample);
+    t0's own uncertainty is not propagated.
+    """
+
+    s_per_element: float
+    ci: Interval
+    t0_s: float
+    sizes: tuple[int, ...]
+    n_points: int
+    ci_method: str
+
+
+def weighted_least_squares(
+    design: npt.ArrayLike, y: npt.ArrayLike, weights: npt.ArrayLike, level: float = DEFAULT_LEVEL
+) -> LinearFit:
+    """Fit y ≈ design·coef minimising Σ wᵢ (yᵢ − (design·coef)ᵢ)²; return coefficients with t-based CIs.
+
+    ``design``: (points, coefficients); ``y``, ``weights`` (> 0): (points,). Needs more points than
+    coefficients and a design of full rank; raises ``ValueError`` saying what is wrong otherwise.
+    """
+    x = np.asarray(design, dtype=float)
+    y = np.asarray(y, dtype=float)
+    w = np.asarray(weights, dtype=float)
+    if x.ndim != 2 or y.shape != (x.shape[0],) or w.shape != y.shape:
+        raise ValueError(
+            f"design must be (points, coefficients) and y, weights (points,); got {x.shape}, "
+            f"{y.shape}, {w.shape}"
+        )
+    n_points, n_coef = x.shape
+    if n_points <= n_coef:
+        raise ValueError(
+            f"need more points than coefficients for a fit with errors; got {n_points} ≤ {n_coef}"
+        )
+    if not (np.all(np.isfinite(x)) and np.all(np.isfinite(y)) and np.all(np.isfinite(w)) and np.all(w > 0)):
+        raise ValueError("design and y must be finite and weights finite and > 0")
+    _check_level(level)
+    root_w = np.sqrt(w)
+    a = x * root_w[:, None]
+    scale = np.linalg.norm(
+        a, axis=0
+    )  # column scaling keeps n ~ 1e8 beside a constant column well conditioned
+    if np.any(scale == 0):
+        raise ValueError("design has an all-zero column")
+    a_scaled = a / scale
+    if np.linalg.matrix_rank(a_scaled) < n_coef:
+        raise ValueError("design is rank deficient (e.g. every point has the same size)")
+    coef_scaled, *_ = np.linalg.lstsq(a_scaled, y * root_w, rcond=None)
+    coef = coef_scaled / scale
+    residual = y * root_w - a @ coef
+    rss = float(residual @ residual)
+    dof = n_points - n_coef
+    cov = np.linalg.inv(a_scaled.T @ a_scaled) / np.outer(scale, scale) * (rss / dof)
+    stderr = np.sqrt(np.diag(cov))
+    q = student_t_quantile(0.5 + level / 2, dof)
+    return LinearFit(
+        coef=tuple(float(c) for c in coef),
+        stderr=tuple(float(s) for s in stderr),
+        ci=tuple(
+            Interval(float(c - q * s), float(c + q * s), level) for c, s in zip(coef, stderr, strict=True)
+        ),
+        dof=dof,
+        n_points=n_points,
+        weighted_rss=rss,
+    )
+
+
+def fit_fixed_overhead(
+    n: npt.ArrayLike,
+    t: npt.ArrayLike,
+    samples: Sequence[npt.ArrayLike] | None = None,
+    *,
+    statistic: str = "median",
+    level: float = DEFAULT_LEVEL,
+    n_boot: int = DEFAULT_N_BOOT,
+    seed: int = DEFAULT_SEED,
+) -> OverheadFit:
+    """Fit t(n) = t0 + n/r∞ to per-call seconds ``t`` at ``n`` elements, weighting by 1/t² (relative error).
+
+    ``samples``: each point's raw per-call samples in seconds, of which ``t`` holds the ``statistic``
+    ("median" or "min"); when given, the CIs resample them as well as the points. Needs ≥ 3 points over
+    ≥ 2 sizes; raises ``ValueError`` when the fitted t0 < 0 or r∞ ≤ 0 (the sizes cannot separate fixed from
+    per-element cost).
+    """
+    sizes, seconds = _points(n, t, samples)
+    if np.unique(sizes).size < 2:
+        raise ValueError("the fixed-overhead law needs at least two different sizes")
+    design = np.column_stack([np.ones_like(sizes), sizes])
+    linear = weighted_least_squares(design, seconds, 1 / seconds**2, level)
+    t0_s, s_per_element = linear.coef
+    if t0_s < 0 or s_per_element <= 0:
+        raise ValueError(
+            f"fit gives t0 = {t0_s:.3g} s and {s_per_element:.3g} s/element: the sizes do not separate the "
+            "fixed cost from the per-element cost (need small sizes and sizes well past n½)"
+        )
+    replicates, method = bootstrap(
+        sizes, seconds, samples, statistic, _overhead_coefficients, n_boot, seed, min_sizes=2
+    )
+    t0_b, slope_b = replicates[:, 0], replicates[:, 1]
+    t0_ci = _percentile_interval(t0_b, level)
+    slope_ci = _percentile_interval(slope_b, level)
+    inside = (t0_b >= 0) & (slope_b > 0)
+    n_half_b = np.array(
+        [
+            half_performance_length(t0, 1 / slope)
+            for t0, slope in zip(t0_b[inside], slope_b[inside], strict=True)
+        ]
+    )
+    r_inf_per_s = 1 / s_per_element
+    return OverheadFit(
+        t0_s=float(t0_s),
+        s_per_element=float(s_per_element),
+        r_inf_per_s=float(r_inf_per_s),
+        n_half=half_performance_length(float(t0_s), float(r_inf_per_s)),
+        t0_ci=t0_ci,
+        s_per_element_ci=slope_ci,
+        r_inf_ci=Interval(1 / slope_ci.high, 1 / slope_ci.low if slope_ci.low > 0 else math.inf, level),
+        n_half_ci=_percentile_interval(n_half_b, level),
+        sizes=tuple(int(s) for s in np.unique(sizes)),
+        n_points=int(sizes.size),
+        ci_method=method,
+        n_boot=n_boot,
+        n_outside_law=int(np.count_nonzero(~inside)),
+        linear=linear,
+    )
+
+
+def fit_per_element(
+    n: npt.ArrayLike,
+    t: npt.ArrayLike,
+    t0_s: float,
+    samples: Sequence[npt.ArrayLike] | None = None,
+    *,
+    statistic: str = "median",
+    level: float = DEFAULT_LEVEL,
+    n_boot: int = DEFAULT_N_BOOT,
+    seed: int = DEFAULT_SEED,
+) -> PerElementFit:
+    """Fit s in t(n) = t0 + s·n with ``t0_s`` fixed, weighting by 1/t²: s = Σ w n (t − t0) / Σ w n².
+
+    ``n``: elements per call; ``t``: seconds per call (the ``statistic`` of ``samples`` when given). One
+    point is enough for the estimate; its CI then needs raw samples.
+    """
+    sizes, seconds = _points(n, t, samples)
+    _check_level(level)
+    if not (math.isfinite(t0_s) and t0_s >= 0):
+        raise ValueError(f"t0_s must be finite and >= 0, got {t0_s!r}")
+
+    def slope(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        w = 1 / y**2
+        return (np.sum(w * x * (y - t0_s), axis=1) / np.sum(w * x**2, axis=1))[:, None]
+
+    estimate = float(slope(sizes[None, :], seconds[None, :])[0, 0])
+    if samples is None and sizes.size < 2:
+        ci, method = Interval(math.nan, math.nan, level), CI_NONE
+    else:
+        replicates, method = bootstrap(sizes, seconds, samples, statistic, slope, n_boot, seed, min_sizes=1)
+        ci = _percentile_interval(replicates[:, 0], level)
+    return PerElementFit(
+        s_per_element=estimate,
+        ci=ci,
+        t0_s=float(t0_s),
+        sizes=tuple(int(s) for s in np.unique(sizes)),
+        n_points=int(sizes.size),
+        ci_method=method,
+    )
+
+
+def student_t_quantile(p: float, dof: int) -> float:
+    """Return the ``p`` quantile (0 < p < 1) of Student's t with ``dof`` degrees of freedom.
+
+    Bisection on the CDF, which is written with the regularised incomplete beta function (no SciPy).
+    """
+    if not 0 < p < 1:
+        raise ValueError(f"p must be in (0, 1), got {p!r}")
+    if dof < 1:
+        raise ValueError(f"dof must be >= 1, got {dof!r}")
+    if p < 0.5:
+        return -student_t_quantile(1 - p, dof)
+    low, high = 0.0, 1.0
+    while _student_t_cdf(high, dof) < p:
+        high *= 2
+    for _ in range(200):
+        mid = (low + high) / 2
+        if _student_t_cdf(mid, dof) < p:
+            low = mid
+        else:
+            high = mid
+        if high - low <= 1e-12 * high:
+            break
+    return (low + high) / 2
+
+
+def _student_t_cdf(x: float, dof: int) -> float:
+    """P(T ≤ x) for x ≥ 0: 1 − ½·I_{dof/(dof+x²)}(dof/2, ½)."""
+    return 1 - 0.5 * _regularized_incomplete_beta(dof / (dof + x * x), dof / 2, 0.5)
+
+
+def _regularized_incomplete_beta(x: float, a: float, b: float) -> float:
+    """I_x(a, b) by its continued fraction (modified Lentz), using the symmetry where it converges faster."""
+    if x <= 0:
+        return 0.0
+    if x >= 1:
+        return 1.0
+    if x > (a + 1) / (a + b + 2):
+        return 1 - _regularized_incomplete_beta(1 - x, b, a)
+    log_front = math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x)
+    tiny = 1e-300
+    c, d = 1.0, 1 - (a + b) * x / (a + 1)
+    d = 1 / (d if abs(d) > tiny else tiny)
+    result = d
+    for m in range(1, 500):
+        for numerator in (
+            m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)),
+            -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1)),
+        ):
+            d = 1 + numerator * d
+            d = 1 / (d if abs(d) > tiny else tiny)
+            c = 1 + numerator / c
+            c = c if abs(c) > tiny else tiny
+            result *= c * d
+        if abs(c * d - 1) < 1e-15:
+            break
+    return math.exp(log_front) * result / a
+
+
+def _check_level(level: float) -> None:
+    if not 0 < level < 1:
+        raise ValueError(f"level must be a fraction in (0, 1), got {level!r}")
+
+
+def _points(
+    n: npt.ArrayLike, t: npt.ArrayLike, samples: Sequence[npt.ArrayLike] | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Validate and return (sizes, seconds) as float arrays of one point each."""
+    sizes = np.asarray(n, dtype=float)
+    seconds = np.asarray(t, dtype=float)
+    if sizes.ndim != 1 or sizes.shape != seconds.shape or sizes.size == 0:
+        raise ValueError(f"n and t must be 1-D and of one length; got {sizes.shape} and {seconds.shape}")
+    if not (np.all(np.isfinite(sizes)) and np.all(sizes > 0)):
+        raise ValueError("n (elements per call) must be finite and > 0")
+    if not (np.all(np.isfinite(seconds)) and np.all(seconds > 0)):
+        raise ValueError("t (seconds per call) must be finite and > 0")
+    if samples is not None:
+        if len(samples) != sizes.size:
+            raise ValueError(
+                f"samples must hold one array per point; got {len(samples)} for {sizes.size} points"
+            )
+        for index, point_samples in enumerate(samples):
+            values = np.asarray(point_samples, dtype=float)
+            if values.ndim != 1 or values.size == 0 or not np.all(np.isfinite(values)):
+                raise ValueError(f"samples[{index}] must be a non-empty 1-D array of finite seconds")
+    return sizes, seconds
+
+
+def _overhead_coefficients(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """(t0, s per element) of the 1/y²-weighted fit of y = t0 + s·x, for each row of x, y: (B, m) → (B, 2).
+
+    The 2×2 normal equations, solved for every replicate at once on scaled x and y (n up to ~1e9, t down to
+    ~1e-7 s), which keeps them well conditioned.
+    """
+    x_scale = np.max(x, axis=1, keepdims=True)
+    y_scale = np.max(y, axis=1, keepdims=True)
+    xs, ys = x / x_scale, y / y_scale
+    w = 1 / ys**2
+    s0, s1, s2 = w.sum(axis=1), (w * xs).sum(axis=1), (w * xs**2).sum(axis=1)
+    r0, r1 = (w * ys).sum(axis=1), (w * xs * ys).sum(axis=1)
+    det = s0 * s2 - s1**2
+    t0 = (s2 * r0 - s1 * r1) / det
+    slope = (s0 * r1 - s1 * r0) / det
+    return np.column_stack([t0 * y_scale[:, 0], slope * y_scale[:, 0] / x_scale[:, 0]])
+
+
+def bootstrap(
+    sizes: np.ndarray,
+    seconds: np.ndarray,
+    samples: Sequence[npt.ArrayLike] | None,
+    statistic: str,
+    estimator: Callable[[np.ndarray, np.ndarray], np.ndarray],
+    n_boot: int,
+    seed: int,
+    min_sizes: int,
+) -> tuple[np.ndarray, str]:
+    """Return ``estimator`` over ``n_boot`` bootstrap replicates, (n_boot, parameters), and the method used.
+
+    Each replicate resamples the points (so a law that misses some sizes widens the interval; replicates with
+    fewer than ``min_sizes`` distinct sizes are redrawn). With ``samples``, each drawn point's time is also
+    redrawn: the ``statistic`` of a resample of its raw samples (so measurement noise widens it too).
+    """
+    if n_boot < 100:
+        raise ValueError(f"n_boot must be >= 100 for a percentile interval, got {n_boot!r}")
+    if statistic not in STATISTICS:
+        raise ValueError(f"statistic must be one of {', '.join(STATISTICS)}; got {statistic!r}")
+    if np.unique(sizes).size < min_sizes:
+        raise ValueError(f"the bootstrap needs at least {min_sizes} different sizes")
+    rng = np.random.default_rng(seed)
+    index = rng.integers(0, sizes.size, size=(n_boot, sizes.size))
+    too_few = _distinct_per_row(sizes[index]) < min_sizes
+    while np.any(too_few):
+        index[too_few] = rng.integers(0, sizes.size, size=(int(too_few.sum()), sizes.size))
+        too_few = _distinct_per_row(sizes[index]) < min_sizes
+    if samples is None:
+        return estimator(sizes[index], seconds[index]), CI_POINTS
+    redrawn = np.column_stack(
+        [_bootstrap_statistic(np.asarray(s, dtype=float), statistic, n_boot, rng) for s in samples]
+    )
+    return estimator(sizes[index], np.take_along_axis(redrawn, index, axis=1)), CI_SAMPLES
+
+
+def _distinct_per_row(values: np.ndarray) -> np.ndarray:
+    """The number of distinct values in each row of a 2-D array."""
+    ordered = np.sort(values, axis=1)
+    return 1 + np.count_nonzero(np.diff(ordered, axis=1), axis=1)
+
+
+def _bootstrap_statistic(
+    values: np.ndarray, statistic: str, n_boot: int, rng: np.random.Generator
+) -> np.ndarray:
+    """Draw ``n_boot`` medians or minima of resamples (with replacement, same size) of ``values``, exactly
+    but cheaply.
+
+    A resample is Q(U₁) … Q(U_N) with Q the empirical quantile function and Uᵢ uniform, so its k-th order
+    statistic is Q(U₍ₖ₎) with U₍ₖ₎ ~ Beta(k, N − k + 1); the next one, U₍ₖ₊₁₎, is the smallest of N − k
+    uniforms above U₍ₖ₎. That costs O(N log N + n_boot) instead of O(N · n_boot) for 10⁵ samples a point.
+    """
+    ordered = np.sort(values)
+    count = ordered.size
+    k = 1 if statistic == "min" else (count + 1) // 2
+    u_k = rng.beta(k, count - k + 1, size=n_boot)
+    lower = ordered[np.clip(np.ceil(count * u_k).astype(int) - 1, 0, count - 1)]
+    if statistic == "min" or count % 2:
+        return lower
+    u_next = u_k + (1 - u_k) * (1 - rng.random(n_boot) ** (1 / (count - k)))
+    upper = ordered[np.clip(np.ceil(count * u_next).astype(int) - 1, 0, count - 1)]
+    return (lower + upper) / 2
+
+
+def _percentile_interval(values: np.ndarray, level: float) -> Interval:
+    """The percentile interval of bootstrap ``values`` at ``level``; NaN bounds when there are none."""
+    if values.size == 0:
+        return Interval(math.nan, math.nan, level)
+    low, high = np.quantile(values, [(1 - level) / 2, (1 + level) / 2])
+    return Interval(float(low), float(high), level)

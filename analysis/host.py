@@ -1,0 +1,386 @@
+"""The CPU family: per-call cost of numpy, many small calls against one big, and host memory bandwidth.
+
+From a frame of ``analysis.load`` (one or several runs), per ``machine_id``:
+
+- ``fit_host``: the fixed-overhead law t(n) = t0 + n/r∞ fitted to ``ufunc_size`` at sizes whose working set
+  fits the core's own cache (``core_cache_bytes``), the per-element cost at sizes at least twice the
+  last-level cache (``llc_bytes``, i.e. from DRAM), and the STREAM copy/triad bandwidth;
+- ``predict_many_vs_one``: what that law predicts for ``many_vs_one`` beside what was measured;
+- ``summary_section``: the terminal lines of both.
+
+Sizes between the two cache limits are left out of both fits: there the cost per element moves from the
+cache's to DRAM's (on VMs even below the reported last-level cache, which the machine shares with others).
+pytest-benchmark's figures are per timed call; ``ufunc_size`` times ``n_calls`` numpy calls per timed call
+and ``_per_numpy_call`` divides by it, the one place this family divides. ``many_vs_one`` stays a whole
+timed call (``pieces`` calls of ``n`` elements), held against t(N) + (pieces − 1)·t0 (see
+``predict_many_vs_one``); ``host_bandwidth`` is one call.
+
+Each point is the fastest round (``min``): other work on the machine only ever adds time, and on a shared or
+small machine it shifts medians by tens of percent (a 2-vCPU VM showed 420 ns and 800 ns modes for one
+call). The minimum is what ``python -m timeit`` ("best of 5") and STREAM ("best rate") report too, so the
+figures compare with theirs; the bootstrap redraws it from the raw samples.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import numpy as np
+import pandas as pd
+
+from analysis.fit import DEFAULT_LEVEL, OverheadFit, PerElementFit, fit_fixed_overhead, fit_per_element
+from model.laws import fixed_overhead_time
+from model.units import fmt_bytes, fmt_count, fmt_percent, fmt_rate, fmt_si, fmt_time
+
+#: A size counts as served from DRAM when its working set is at least this many times the last-level cache.
+DRAM_LLC_FACTOR = 2
+#: The per-point statistic (a pytest-benchmark stats column, seconds per call): see the module docstring.
+STATISTIC = "min"
+
+HOST_COLUMNS = (
+    "machine_id",
+    "t0_s",
+    "t0_low_s",
+    "t0_high_s",
+    "cache_s_per_element",
+    "cache_s_per_element_low",
+    "cache_s_per_element_high",
+    "r_inf_per_s",
+    "r_inf_low_per_s",
+    "r_inf_high_per_s",
+    "n_half",
+    "n_half_low",
+    "n_half_high",
+    "cache_sizes",
+    "cache_points",
+    "dram_s_per_element",
+    "dram_s_per_element_low",
+    "dram_s_per_element_high",
+    "dram_sizes",
+    "dram_points",
+    "copy_bytes_per_s",
+    "triad_bytes_per_s",
+    "core_cache_bytes",
+    "llc_bytes",
+    "ci_method",
+    "level",
+    "fit_error",
+)
+
+PREDICTION_COLUMNS = (
+    "machine_id",
+    "variant",
+    "pieces",
+    "n",
+    "measured_s",
+    "predicted_s",
+    "rel_error",
+    "basis",
+)
+#: How ``predict_many_vs_one`` predicted a case: from one call on all N elements plus t0 per extra call, or,
+#: where N was not measured, from the in-cache law alone.
+BASIS_WHOLE = "t(N) + (pieces-1)·t0"
+BASIS_LAW = "pieces·(t0 + n/r∞)"
+
+
+def fit_host(frame: pd.DataFrame, level: float = DEFAULT_LEVEL) -> pd.DataFrame:
+    """Return one row per machine with CPU cases in ``frame``: ``HOST_COLUMNS``.
+
+    Seconds (``t0_s``, ``*_s_per_element``), elements per second (``r_inf*``), elements (``n_half*``), B/s
+    (bandwidths), bytes (caches). ``*_low``/``*_high`` bound the ``level`` confidence interval;
+    ``cache_sizes``/``dram_sizes`` list the n each figure was fitted on. A figure that cannot be had is NaN
+    (no such cases, cache sizes unknown), and ``fit_error`` says why the law could not be fitted, else None.
+    """
+    cpu = _cpu_rows(frame)
+    if cpu.empty:
+        return pd.DataFrame(columns=list(HOST_COLUMNS))
+    rows = [_host_row(machine_id, rows, level) for machine_id, rows in cpu.groupby("machine_id", sort=True)]
+    return pd.DataFrame(rows, columns=list(HOST_COLUMNS))
+
+
+def predict_many_vs_one(frame: pd.DataFrame, fits: pd.DataFrame) -> pd.DataFrame:
+    """Return ``PREDICTION_COLUMNS``: each ``many_vs_one`` case's measured seconds per timed call (fastest
+    round; the median of that over runs where several) beside the fixed-overhead law's prediction, and
+    (predicted − measured)/measured. Machines without a law are left out.
+
+    The pieces together stream the whole ``N = pieces · n`` elements, so their data lives where one call on
+    ``N`` elements finds it (for 262,144 float32 elements: the core's L2, not the L1 that small sizes fit):
+    the prediction is ``pieces · t0 + N / r(N)``, the fitted t0 per call plus the per-element rate measured
+    by ``ufunc_size`` at ``N`` (``r(N) = N / (t(N) − t0)``), i.e. ``t(N) + (pieces − 1) · t0``
+    (``basis`` "t(N) + (pieces-1)·t0"). Where ``ufunc_size`` did not measure ``N`` it falls back to the
+    in-cache law alone, ``pieces · (t0 + n/r∞)`` (``basis`` "pieces·(t0 + n/r∞)").
+    """
+    cpu = _cpu_rows(frame)
+    if cpu.empty or "pieces" not in cpu:
+        return pd.DataFrame(columns=list(PREDICTION_COLUMNS))
+    many = cpu[cpu["case"] == "many_vs_one"]
+    laws = fits.dropna(subset=["t0_s", "r_inf_per_s"]).set_index("machine_id")
+    sizes = cpu[cpu["case"] == "ufunc_size"]
+    seconds, _, _ = _per_numpy_call(sizes)
+    one_call = seconds.groupby([sizes["machine_id"], sizes["n"]]).median()
+    rows = []
+    for (machine_id, variant, pieces, n), cases in many.groupby(
+        ["machine_id", "variant", "pieces", "n"], sort=True
+    ):
+        if machine_id not in laws.index:
+            continue
+        law = laws.loc[machine_id]
+        measured = float(cases[STATISTIC].median())
+        total = int(pieces * n)
+        if (machine_id, total) in one_call.index:
+            predicted = float(one_call[(machine_id, total)] + (pieces - 1) * law["t0_s"])
+            basis = BASIS_WHOLE
+        else:
+            predicted = float(pieces * fixed_overhead_time(n, law["t0_s"], law["r_inf_per_s"]))
+            basis = BASIS_LAW
+        rows.append(
+            {
+                "machine_id": machine_id,
+                "variant": variant,
+                "pieces": int(pieces),
+                "n": int(n),
+                "measured_s": measured,
+                "predicted_s": predicted,
+                "rel_error": (predicted - measured) / measured,
+                "basis": basis,
+            }
+        )
+    return pd.DataFrame(rows, columns=list(PREDICTION_COLUMNS))
+
+
+def summary_section(frame: pd.DataFrame) -> list[str]:
+    """Return the CPU family's summary lines for ``frame``: per machine, t0 with its CI, per-element costs in
+    cache and from DRAM, n½, host bandwidth, and many-vs-one predicted against measured. No lines when the
+    frame holds no CPU case of this family."""
+    fits = fit_host(frame)
+    if fits.empty:
+        return []
+    predictions = predict_many_vs_one(frame, fits)
+    lines: list[str] = []
+    for fit in fits.itertuples(index=False):
+        lines.append(f"CPU: numpy per-call cost and host bandwidth — {fit.machine_id}")
+        lines.append("  each case's fastest round, as timeit (best of 5) and STREAM (best rate) report")
+        lines.extend(_law_lines(fit))
+        lines.extend(_bandwidth_lines(fit))
+        lines.extend(_many_vs_one_lines(predictions[predictions["machine_id"] == fit.machine_id]))
+    return lines
+
+
+def _cpu_rows(frame: pd.DataFrame) -> pd.DataFrame:
+    """The rows of this family (``ufunc_size``, ``many_vs_one``, ``host_bandwidth`` on the CPU)."""
+    if frame.empty or "case" not in frame or "device" not in frame:
+        return frame.iloc[0:0]
+    keep = frame["case"].isin(("ufunc_size", "many_vs_one", "host_bandwidth")) & (frame["device"] == "cpu")
+    return frame[keep]
+
+
+def _known(value: object) -> float | None:
+    """``value`` as a float, or None when it is missing (None or NaN)."""
+    if value is None:
+        return None
+    number = float(value)
+    return None if math.isnan(number) else number
+
+
+def _per_numpy_call(rows: pd.DataFrame) -> tuple[pd.Series, pd.Series, list[np.ndarray] | None]:
+    """Return (seconds, working-set bytes, raw samples or None) per numpy call of ``ufunc_size`` rows.
+
+    The one place this family divides by ``n_calls`` (numpy calls per timed call; runs saved before it was
+    recorded timed one call). Samples are None unless every row saved them.
+    """
+    calls = rows["n_calls"].fillna(1) if "n_calls" in rows else pd.Series(1, index=rows.index)
+    seconds = rows[STATISTIC] / calls
+    working_set = rows["bytes"] / calls
+    data = list(rows["data"]) if "data" in rows else [None]
+    if any(values is None or len(values) == 0 for values in data):
+        return seconds, working_set, None
+    samples = [np.asarray(values, dtype=float) / count for values, count in zip(data, calls, strict=True)]
+    return seconds, working_set, samples
+
+
+def _select(samples: list[np.ndarray] | None, keep: np.ndarray) -> list[np.ndarray] | None:
+    """The samples of the rows ``keep`` marks, or None when there are no samples."""
+    return None if samples is None else [values for values, kept in zip(samples, keep, strict=True) if kept]
+
+
+def _host_row(machine_id: str, rows: pd.DataFrame, level: float) -> dict[str, object]:
+    """One ``fit_host`` row: the law, the DRAM cost and the bandwidths of one machine's rows."""
+    core_cache = _known(rows["core_cache_bytes"].iloc[0]) if "core_cache_bytes" in rows else None
+    llc = _known(rows["llc_bytes"].iloc[0]) if "llc_bytes" in rows else None
+    row: dict[str, object] = dict.fromkeys(HOST_COLUMNS, math.nan)
+    row.update(
+        machine_id=machine_id,
+        core_cache_bytes=core_cache,
+        llc_bytes=llc,
+        cache_sizes=(),
+        cache_points=0,
+        dram_sizes=(),
+        dram_points=0,
+        ci_method=None,
+        level=level,
+        fit_error=None,
+    )
+    row.update(_bandwidths(rows[rows["case"] == "host_bandwidth"]))
+    sizes = rows[rows["case"] == "ufunc_size"]
+    if sizes.empty:
+        return row
+    if core_cache is None or llc is None:
+        row["fit_error"] = "cache sizes unknown (run saved without them): cannot tell cache from DRAM sizes"
+        return row
+    seconds, working_set, samples = _per_numpy_call(sizes)
+    in_cache = (working_set <= core_cache).to_numpy()
+    try:
+        law = fit_fixed_overhead(
+            sizes["n"][in_cache],
+            seconds[in_cache],
+            _select(samples, in_cache),
+            statistic=STATISTIC,
+            level=level,
+        )
+    except ValueError as error:
+        row["fit_error"] = f"fixed-overhead law on {in_cache.sum()} in-cache points: {error}"
+        return row
+    row.update(_law_columns(law))
+    from_dram = (working_set >= DRAM_LLC_FACTOR * llc).to_numpy()
+    if from_dram.any():
+        dram = fit_per_element(
+            sizes["n"][from_dram],
+            seconds[from_dram],
+            law.t0_s,
+            _select(samples, from_dram),
+            statistic=STATISTIC,
+            level=level,
+        )
+        row.update(_dram_columns(dram))
+    return row
+
+
+def _law_columns(law: OverheadFit) -> dict[str, object]:
+    return {
+        "t0_s": law.t0_s,
+        "t0_low_s": law.t0_ci.low,
+        "t0_high_s": law.t0_ci.high,
+        "cache_s_per_element": law.s_per_element,
+        "cache_s_per_element_low": law.s_per_element_ci.low,
+        "cache_s_per_element_high": law.s_per_element_ci.high,
+        "r_inf_per_s": law.r_inf_per_s,
+        "r_inf_low_per_s": law.r_inf_ci.low,
+        "r_inf_high_per_s": law.r_inf_ci.high,
+        "n_half": law.n_half,
+        "n_half_low": law.n_half_ci.low,
+        "n_half_high": law.n_half_ci.high,
+        "cache_sizes": law.sizes,
+        "cache_points": law.n_points,
+        "ci_method": law.ci_method,
+    }
+
+
+def _dram_columns(fit: PerElementFit) -> dict[str, object]:
+    return {
+        "dram_s_per_element": fit.s_per_element,
+        "dram_s_per_element_low": fit.ci.low,
+        "dram_s_per_element_high": fit.ci.high,
+        "dram_sizes": fit.sizes,
+        "dram_points": fit.n_points,
+    }
+
+
+def _bandwidths(rows: pd.DataFrame) -> dict[str, float]:
+    """STREAM bandwidth per op, B/s: bytes moved per call over the fastest call (median over runs)."""
+    result = {}
+    for op in ("copy", "triad"):
+        cases = rows[rows["op"] == op]
+        if not cases.empty:
+            result[f"{op}_bytes_per_s"] = float((cases["bytes"] / cases[STATISTIC]).median())
+    return result
+
+
+def _interval(low: float, high: float, fmt: Callable[[float], str]) -> str:
+    if math.isnan(low) or math.isnan(high):
+        return "CI n/a"
+    return f"CI {fmt(low)} – {fmt(high)}"
+
+
+def _signed_percent(fraction: float) -> str:
+    """A relative error as "+12%" / "-7%" / "0%"."""
+    text = fmt_percent(fraction)
+    if text.lstrip("-") == "0%":
+        return "0%"
+    return "+" + text if fraction > 0 else text
+
+
+def _law_lines(fit: tuple) -> list[str]:
+    """t0, per-element costs and n½ of one ``fit_host`` row (its error instead when the fit failed)."""
+    if fit.fit_error is not None:
+        return [f"  fixed-overhead law not fitted: {fit.fit_error}"]
+    if math.isnan(fit.t0_s):
+        return []
+    sizes = fit.cache_sizes
+    lines = [
+        f"  {fmt_percent(fit.level)} CIs by {fit.ci_method}",
+        f"  t0, fixed cost per call  {fmt_time(fit.t0_s):>12}   "
+        f"{_interval(fit.t0_low_s, fit.t0_high_s, fmt_time)}",
+        f"  per element, in cache    {fmt_time(fit.cache_s_per_element):>12}   "
+        f"{_interval(fit.cache_s_per_element_low, fit.cache_s_per_element_high, fmt_time)}   "
+        f"(r∞ = {fmt_si(fit.r_inf_per_s, 'elem/s')})",
+        f"      law fitted on {len(sizes)} sizes, n = {fmt_count(sizes[0])} … {fmt_count(sizes[-1])}: "
+        f"working set ≤ {fmt_bytes(fit.core_cache_bytes)} core cache",
+    ]
+    if fit.dram_points:
+        lines += [
+            f"  per element, from DRAM   {fmt_time(fit.dram_s_per_element):>12}   "
+            f"{_interval(fit.dram_s_per_element_low, fit.dram_s_per_element_high, fmt_time)}",
+            f"      at n = {', '.join(fmt_count(n) for n in fit.dram_sizes)}: "
+            f"working set ≥ {DRAM_LLC_FACTOR} × {fmt_bytes(fit.llc_bytes)} LLC",
+        ]
+    else:
+        lines.append(
+            f"  per element, from DRAM   not measured: no size with a working set ≥ {DRAM_LLC_FACTOR} × "
+            f"{fmt_bytes(fit.llc_bytes)} LLC"
+        )
+    lines.append(
+        f"  n½ = t0·r∞               {fmt_count(fit.n_half) + ' elem':>12}   "
+        f"{_interval(fit.n_half_low, fit.n_half_high, fmt_count)}: smaller calls are mostly fixed cost"
+    )
+    return lines
+
+
+def _bandwidth_lines(fit: tuple) -> list[str]:
+    parts = [
+        f"{op} {fmt_rate(value)}"
+        for op, value in (("copy", fit.copy_bytes_per_s), ("triad", fit.triad_bytes_per_s))
+        if not math.isnan(value)
+    ]
+    if not parts:
+        return []
+    return [
+        f"  host bandwidth (STREAM)  {', '.join(parts)}   (bytes by STREAM's convention: no write-allocate)"
+    ]
+
+
+def _many_vs_one_lines(predictions: pd.DataFrame) -> list[str]:
+    """A table of many-vs-one: per pieces, measured, predicted and error for each variant."""
+    if predictions.empty:
+        return []
+    total = int((predictions["n"] * predictions["pieces"]).max())
+    variants = sorted(predictions["variant"].unique(), key=lambda v: (v != "views", v))
+    lines = [
+        f"  many small vs one big (N = {fmt_count(total)} elements in pieces of n): "
+        f"predicted = {' or '.join(sorted(predictions['basis'].unique(), reverse=True))}",
+        "    pieces" + "".join(f"   {variant + ': measured':>17}  predicted   error" for variant in variants),
+    ]
+    table = predictions.set_index(["pieces", "variant"])
+    for pieces in sorted(predictions["pieces"].unique()):
+        cells = []
+        for variant in variants:
+            if (pieces, variant) in table.index:
+                case = table.loc[(pieces, variant)]
+                cells.append(
+                    f"   {fmt_time(case['measured_s']):>17}  {fmt_time(case['predicted_s']):>9}  "
+                    f"{_signed_percent(case['rel_error']):>6}"
+                )
+            else:
+                cells.append(f"   {'':>17}  {'':>9}  {'':>6}")
+        lines.append(f"    {fmt_count(pieces):>6}" + "".join(cells))
+    return lines

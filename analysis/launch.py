@@ -1,0 +1,568 @@
+"""The GPU launch suite's figures: launch, synchronise and graph costs fitted per machine, and held against
+``model.launch``.
+
+Reads the frame of ``analysis.load`` (rows of the cases of ``benchmarks/test_cuda_launch.py``). Timings are
+per timed call (pytest-benchmark's stats); a per-kernel figure is per-call time / ``n_kernels``, computed
+only by ``per_kernel_s``. Slopes and intercepts come from ``analysis.fit.fit_fixed_overhead`` (t(N) = t0 +
+N·slope, weighted by 1/t², bootstrap CIs over points and raw samples where saved); the knee from a fit of
+max(L, d + g) to the eager spin kernels. All values are SI (seconds).
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+
+from analysis.fit import (
+    CI_NONE,
+    DEFAULT_LEVEL,
+    DEFAULT_N_BOOT,
+    DEFAULT_SEED,
+    bootstrap,
+    fit_fixed_overhead,
+    weighted_least_squares,
+)
+from model.hardware import H100, GPUSpec
+from model.launch import PLANS, Composition, compose, compose_graph
+from model.llm import LLAMA31_8B, LLAMA32_1B, ModelConfig
+from model.roofline import decode_step
+from model.tables import format_table
+from model.units import fmt_count, fmt_percent, fmt_time
+
+#: The cases of the GPU launch suite (``extra_info["case"]``).
+CUDA_CASES = ("launch_batch", "launch_sync_each", "graph_replay", "spin", "enqueue", "sync")
+
+#: Fitted quantity -> what it is and where it comes from; every ``fit_launch`` row names one of these.
+QUANTITIES: Mapping[str, str] = {
+    "launch_s": "cost per launch (launch_batch slope)",
+    "sync_round_trip_s": "synchronise after a batch (launch_batch intercept)",
+    "launch_sync_s": "launch + synchronise, per kernel (launch_sync_each slope)",
+    "graph_node_s": "cost per graph node (graph_replay slope)",
+    "graph_launch_s": "graph launch + synchronise (graph_replay intercept)",
+    "enqueue_s": "host enqueue per launch, GPU busy (enqueue eager slope)",
+    "graph_enqueue_s": "host graph launch, GPU busy (enqueue graph intercept)",
+    "gpu_gap_s": "GPU time per queued empty kernel (enqueue eager, event-time slope)",
+    "sync_s": "synchronise an idle stream (sync median)",
+    "knee_s": "knee: eager launches hide behind longer kernels (spin eager, max(L, d + g))",
+}
+
+#: Columns of ``fit_launch``'s frame. ``note`` is empty, or says why a quantity has no value (NaN).
+FIT_COLUMNS = (
+    "machine_id",
+    "quantity",
+    "value_s",
+    "ci_low_s",
+    "ci_high_s",
+    "level",
+    "ci_method",
+    "n_points",
+    "note",
+)
+
+#: Columns of ``predict_spin``'s frame.
+SPIN_COLUMNS = (
+    "machine_id",
+    "mode",
+    "kernel_ns",
+    "n_kernels",
+    "measured_s",
+    "measured_per_kernel_s",
+    "gpu_time_s",
+    "serial_s",
+    "overlapped_s",
+    "within_bounds",
+    "error_vs_serial",
+    "error_vs_overlapped",
+)
+
+#: Columns of ``decode_with_measured``'s frame.
+DECODE_COLUMNS = (
+    "machine_id",
+    "config",
+    "plan",
+    "n_kernels",
+    "t_gpu_s",
+    "launch",
+    "t_launch_s",
+    "t_graph_launch_s",
+    "serial_s",
+    "overlapped_s",
+    "overhead_share",
+    "tok_per_s_serial",
+    "tok_per_s_overlapped",
+)
+
+#: The lecture's assumed CPU-side cost of one launch (seed, demo 2), s.
+ASSUMED_LAUNCH_S = (2e-6, 4e-6, 8e-6)
+#: The lecture's demo-2 setting: model shapes, GPU, sequences per step and context length.
+DEMO2_CONFIGS = (LLAMA31_8B, LLAMA32_1B)
+DEMO2_GPU = H100
+DEMO2_BATCH = 1
+DEMO2_CTX = 1024
+
+# The linear fits t(N) = t0 + N·slope: quantity of the slope and of the intercept (None: not reported),
+# case, mode (None: any) and the timing column (s per call).
+_LINEAR_FITS = (
+    ("launch_s", "sync_round_trip_s", "launch_batch", None, "median"),
+    ("launch_sync_s", None, "launch_sync_each", None, "median"),
+    ("graph_node_s", "graph_launch_s", "graph_replay", None, "median"),
+    ("enqueue_s", None, "enqueue", "eager", "median"),
+    (None, "graph_enqueue_s", "enqueue", "graph", "median"),
+    ("gpu_gap_s", None, "enqueue", "eager", "gpu_time_s"),
+)
+_MIN_POINTS_FOR_MEDIAN_CI = 6
+_CI_T_INTERVAL = "t interval of a weighted least-squares fit"
+
+
+def per_kernel_s(per_call_s: npt.ArrayLike, n_kernels: npt.ArrayLike) -> np.ndarray:
+    """Seconds per kernel from seconds per timed call of ``n_kernels`` kernels: the one place that divides."""
+    return np.asarray(per_call_s, dtype=float) / np.asarray(n_kernels, dtype=float)
+
+
+def cuda_rows(frame: pd.DataFrame) -> pd.DataFrame:
+    """The rows of ``frame`` that the GPU launch suite measured (empty when there are none)."""
+    if frame.empty or "case" not in frame.columns or "device" not in frame.columns:
+        return frame.iloc[0:0]
+    return frame[(frame["device"] == "cuda") & frame["case"].isin(CUDA_CASES)]
+
+
+def fit_launch(
+    frame: pd.DataFrame, level: float = DEFAULT_LEVEL, n_boot: int = DEFAULT_N_BOOT, seed: int = DEFAULT_SEED
+) -> pd.DataFrame:
+    """Fit the launch-cost figures of every machine in ``frame``: one row per (machine_id, quantity).
+
+    Columns ``FIT_COLUMNS``; quantities are those of ``QUANTITIES`` whose cases were measured. Intervals at
+    ``level`` (0–1), by the method ``ci_method`` names: ``analysis.fit``'s seeded (deterministic) bootstrap,
+    a t interval where the fixed-overhead law refuses the points (see ``_linear_rows``), or order statistics
+    for ``sync_s``. A quantity that cannot be fitted at all (too few points) has NaN values and a ``note``
+    saying why.
+    """
+    rows: list[dict[str, object]] = []
+    cuda = cuda_rows(frame)
+    for machine_id, machine in cuda.groupby("machine_id", sort=True):
+        for slope_name, intercept_name, case, mode, column in _LINEAR_FITS:
+            points = _case_rows(machine, case, mode)
+            if not points.empty:
+                names = (slope_name, intercept_name)
+                rows.extend(_linear_rows(machine_id, points, column, names, level, n_boot, seed))
+        sync = _case_rows(machine, "sync")
+        if not sync.empty:
+            rows.append(_median_row(machine_id, sync, level))
+        spin = _case_rows(machine, "spin", mode="eager")
+        if not spin.empty:
+            rows.append(_knee_row(machine_id, spin, level, n_boot, seed))
+    return pd.DataFrame(rows, columns=list(FIT_COLUMNS))
+
+
+def fitted(fits: pd.DataFrame, machine_id: str, quantity: str) -> float:
+    """The fitted value of ``quantity`` for ``machine_id`` in ``fit_launch``'s frame, s; NaN when absent."""
+    match = fits[(fits["machine_id"] == machine_id) & (fits["quantity"] == quantity)]
+    return float(match["value_s"].iloc[0]) if not match.empty else math.nan
+
+
+def predict_spin(frame: pd.DataFrame, fits: pd.DataFrame) -> pd.DataFrame:
+    """Hold every ``spin`` row (N kernels of d ns) against ``model.launch``'s serial and overlapped bounds.
+
+    Eager: ``compose(N·d, N, launch_s)``; graph: ``compose_graph(N·d, N, graph_node_s, graph_enqueue_s)``;
+    both bounds plus the synchronise round trip (``sync_round_trip_s``) every timed call ends with.
+    ``error_vs_*`` = (measured − bound) / bound; a measurement ``within_bounds`` lies between overlapped and
+    serial. Rows whose machine lacks a fit they need are left out. Columns ``SPIN_COLUMNS``.
+    """
+    rows: list[dict[str, object]] = []
+    spin = _case_rows(cuda_rows(frame), "spin")
+    for row in spin.itertuples(index=False):
+        machine_id, mode = row.machine_id, row.mode
+        n_kernels, kernel_ns = int(row.n_kernels), int(row.kernel_ns)
+        composition = _spin_composition(fits, machine_id, mode, n_kernels, kernel_ns * 1e-9)
+        if composition is None:
+            continue
+        serial_s, overlapped_s = composition
+        measured_s = float(row.median)
+        rows.append(
+            {
+                "machine_id": machine_id,
+                "mode": mode,
+                "kernel_ns": kernel_ns,
+                "n_kernels": n_kernels,
+                "measured_s": measured_s,
+                "measured_per_kernel_s": float(per_kernel_s(measured_s, n_kernels)),
+                "gpu_time_s": float(getattr(row, "gpu_time_s", math.nan)),
+                "serial_s": serial_s,
+                "overlapped_s": overlapped_s,
+                "within_bounds": bool(overlapped_s <= measured_s <= serial_s),
+                "error_vs_serial": (measured_s - serial_s) / serial_s,
+                "error_vs_overlapped": (measured_s - overlapped_s) / overlapped_s,
+            }
+        )
+    return pd.DataFrame(rows, columns=list(SPIN_COLUMNS))
+
+
+def decode_with_measured(
+    fits: pd.DataFrame,
+    configs: Sequence[ModelConfig] = DEMO2_CONFIGS,
+    gpu: GPUSpec = DEMO2_GPU,
+    batch: int = DEMO2_BATCH,
+    ctx: int = DEMO2_CTX,
+    assumed_launch_s: Sequence[float] = ASSUMED_LAUNCH_S,
+) -> pd.DataFrame:
+    """The lecture's demo 2 (one decode step of each model on ``gpu``: roofline GPU time plus launches, per
+    kernel plan) with the assumed launch costs and, per machine in ``fits``, the measured ones.
+
+    ``launch`` says which: ``"assumed"`` (``machine_id`` None), ``"measured eager"`` (``compose`` with the
+    machine's ``launch_s``) or ``"measured graph"`` (``compose_graph`` with its ``graph_node_s`` and
+    ``graph_enqueue_s``; ``t_launch_s`` then holds the per-node cost). Columns ``DECODE_COLUMNS``.
+    """
+    measured = []
+    for machine_id in sorted(fits["machine_id"].unique()) if not fits.empty else []:
+        launch_s = fitted(fits, machine_id, "launch_s")
+        node_s, graph_s = (
+            fitted(fits, machine_id, "graph_node_s"),
+            fitted(fits, machine_id, "graph_enqueue_s"),
+        )
+        measured.append((machine_id, launch_s, node_s, graph_s))
+    rows: list[dict[str, object]] = []
+    for cfg in configs:
+        t_gpu_s = decode_step(cfg, gpu, batch, ctx).t_step
+        for plan in PLANS.values():
+            n_kernels = plan.n_kernels(cfg)
+
+            for t_launch_s in assumed_launch_s:
+                composition = compose(t_gpu_s, n_kernels, t_launch_s, batch)
+                rows.append(_decode_row(None, cfg, plan.name, "assumed", t_launch_s, math.nan, composition))
+            for machine_id, launch_s, node_s, graph_s in measured:
+                if _usable(launch_s):
+                    composition = compose(t_gpu_s, n_kernels, launch_s, batch)
+                    rows.append(
+                        _decode_row(
+                            machine_id, cfg, plan.name, "measured eager", launch_s, math.nan, composition
+                        )
+                    )
+                if _usable(node_s) and _usable(graph_s):
+                    composition = compose_graph(t_gpu_s, n_kernels, node_s, graph_s, batch)
+                    rows.append(
+                        _decode_row(
+                            machine_id, cfg, plan.name, "measured graph", node_s, graph_s, composition
+                        )
+                    )
+    return pd.DataFrame(rows, columns=list(DECODE_COLUMNS))
+
+
+def summary_section(frame: pd.DataFrame) -> list[str]:
+    """The GPU launch lines of the terminal summary; empty when ``frame`` holds no case of the suite.
+
+    Per machine: the fitted figures with their CIs, the spin kernels against ``model.launch``'s bounds, and
+    the lecture's demo 2 recomputed with the measured costs.
+    """
+    cuda = cuda_rows(frame)
+    if cuda.empty:
+        return []
+    fits = fit_launch(cuda)
+    spin = predict_spin(cuda, fits)
+    decode = decode_with_measured(fits)
+    lines = [f"GPU launch costs (CuPy), {fmt_percent(DEFAULT_LEVEL)} CI; per kernel = per call / N:"]
+    for machine_id, machine_fits in fits.groupby("machine_id", sort=True):
+        lines.append(f"  {machine_id}")
+        table = format_table(
+            ["figure", "value", "CI", "points", "from"],
+            [_fit_cells(row) for row in machine_fits.itertuples(index=False)],
+        )
+        lines.extend(f"    {line}" for line in table.splitlines())
+        ours = spin[spin["machine_id"] == machine_id]
+        if not ours.empty:
+            lines.append("    spin kernels of duration d, per kernel, against model.launch's bounds:")
+            table = format_table(
+                ["mode", "d", "N", "measured", "overlapped", "serial", "inside"],
+                [_spin_cells(row) for row in ours.itertuples(index=False)],
+            )
+            lines.extend(f"      {line}" for line in table.splitlines())
+        lines.extend(_decode_lines(decode, machine_id))
+    return lines
+
+
+def _case_rows(frame: pd.DataFrame, case: str, mode: str | None = None) -> pd.DataFrame:
+    """Rows of one case (and ``mode``), with a usable per-call median."""
+    rows = frame[frame["case"] == case] if not frame.empty else frame
+    if mode is not None:
+        rows = rows[rows["mode"] == mode] if "mode" in rows.columns else rows.iloc[0:0]
+    return rows[np.isfinite(rows["median"].to_numpy(dtype=float))] if not rows.empty else rows
+
+
+def _samples(points: pd.DataFrame) -> list[np.ndarray] | None:
+    """Every point's raw per-call samples, or None unless every point has them."""
+    if "data" not in points.columns:
+        return None
+    data = points["data"].tolist()
+    if not all(isinstance(values, list | tuple | np.ndarray) and len(values) > 0 for values in data):
+        return None
+    return [np.asarray(values, dtype=float) for values in data]
+
+
+def _fit_row(
+    machine_id: str,
+    quantity: str,
+    value_s: float,
+    ci: tuple[float, float],
+    level: float,
+    ci_method: str,
+    n_points: int,
+    note: str = "",
+) -> dict[str, object]:
+    low, high = ci
+    return {
+        "machine_id": machine_id,
+        "quantity": quantity,
+        "value_s": value_s,
+        "ci_low_s": low,
+        "ci_high_s": high,
+        "level": level,
+        "ci_method": ci_method,
+        "n_points": n_points,
+        "note": note,
+    }
+
+
+def _linear_rows(
+    machine_id: str,
+    points: pd.DataFrame,
+    column: str,
+    names: tuple[str | None, str | None],
+    level: float,
+    n_boot: int,
+    seed: int,
+) -> list[dict[str, object]]:
+    """Fit t(N) = t0 + N·slope to ``points[column]`` (s per call) against ``n_kernels``; rows for the
+    quantities ``names`` = (slope's, intercept's), either None when not reported.
+
+    ``analysis.fit.fit_fixed_overhead`` first (bootstrap CIs); it refuses t0 < 0 or slope ≤ 0, which a
+    figure near 0 (the intercept of ``launch_sync_each``, the per-node slope of a graph launch) can give, and
+    then ``weighted_least_squares`` with the same 1/t² weights gives both, with t intervals.
+    """
+    if column not in points.columns:
+        return []
+    points = points[np.isfinite(points[column].to_numpy(dtype=float))]
+    if points.empty:
+        return []
+    n = points["n_kernels"].to_numpy(dtype=float)
+    t = points[column].to_numpy(dtype=float)
+    samples = _samples(points) if column == "median" else None
+    try:
+        fit = fit_fixed_overhead(n, t, samples, level=level, n_boot=n_boot, seed=seed)
+        values = (fit.s_per_element, fit.t0_s)
+        intervals = (fit.s_per_element_ci, fit.t0_ci)
+        method = fit.ci_method
+    except ValueError:
+        try:
+            linear = weighted_least_squares(np.column_stack([np.ones_like(n), n]), t, 1 / t**2, level)
+        except ValueError as error:
+            nan = (math.nan, math.nan)
+            return [
+                _fit_row(machine_id, name, math.nan, nan, level, CI_NONE, n.size, str(error))
+                for name in names
+                if name is not None
+            ]
+        values = (linear.coef[1], linear.coef[0])
+        intervals = (linear.ci[1], linear.ci[0])
+        method = _CI_T_INTERVAL
+    return [
+        _fit_row(machine_id, name, value, (interval.low, interval.high), level, method, n.size)
+        for name, value, interval in zip(names, values, intervals, strict=True)
+        if name is not None
+    ]
+
+
+def _median_row(machine_id: str, points: pd.DataFrame, level: float) -> dict[str, object]:
+    """``sync_s``: the median of every raw sample of the machine's ``sync`` rows (their medians when no raw
+    samples were saved), with the distribution-free order-statistic interval of a median."""
+    samples = _samples(points)
+    values = np.sort(
+        np.concatenate(samples) if samples is not None else points["median"].to_numpy(dtype=float)
+    )
+    method = "order statistics of raw samples" if samples is not None else "order statistics of medians"
+    count = values.size
+    if count < _MIN_POINTS_FOR_MEDIAN_CI:
+        return _fit_row(
+            machine_id, "sync_s", float(np.median(values)), (math.nan, math.nan), level, CI_NONE, count
+        )
+    # Ranks j < k with P(X(j) ≤ median ≤ X(k)) ≈ level, from the normal approximation of Binomial(n, ½).
+    half_width = statistics.NormalDist().inv_cdf(0.5 + level / 2) * math.sqrt(count) / 2
+    low_rank = max(1, math.floor(count / 2 - half_width))
+    high_rank = min(count, math.ceil(count / 2 + half_width + 1))
+    ci = (float(values[low_rank - 1]), float(values[high_rank - 1]))
+    return _fit_row(machine_id, "sync_s", float(np.median(values)), ci, level, method, len(points))
+
+
+def knee_parameters(durations_s: np.ndarray, per_kernel: np.ndarray) -> np.ndarray:
+    """Fit per-kernel time = max(L, d + g) to each row of ``durations_s``, ``per_kernel`` (s): (B, m) → (B, 3)
+
+    Returns (L, g, knee) per row, knee = L − g: the launch cost L is the flat part (launches slower than
+    kernels), g the gap the GPU adds to each kernel of duration d once kernels are the slower side. Least
+    squares in relative error over every split of the sorted points into a flat and a rising part (each
+    non-empty); the knee is NaN when a row has fewer than two distinct durations.
+    """
+    order = np.argsort(durations_s, axis=1, kind="stable")
+    x = np.take_along_axis(durations_s, order, axis=1)
+    y = np.take_along_axis(per_kernel, order, axis=1)
+    n_rows, n_points = x.shape
+    best = np.full((n_rows, 3), math.nan)
+    best_rss = np.full(n_rows, math.inf)
+    for split in range(1, n_points):
+        flat = y[:, :split].mean(axis=1)
+        gap = (y[:, split:] - x[:, split:]).mean(axis=1)
+        predicted = np.maximum(flat[:, None], x + gap[:, None])
+        rss = (((y - predicted) / y) ** 2).sum(axis=1)
+        distinct = x[:, split] > x[:, split - 1]  # a split inside equal durations is no split
+        better = distinct & (rss < best_rss)
+        best_rss = np.where(better, rss, best_rss)
+        best[better] = np.column_stack([flat, gap, flat - gap])[better]
+    return best
+
+
+def _knee_row(
+    machine_id: str, points: pd.DataFrame, level: float, n_boot: int, seed: int
+) -> dict[str, object]:
+    """``knee_s`` from the eager ``spin`` rows, with ``analysis.fit``'s bootstrap CI."""
+    n_kernels = points["n_kernels"].to_numpy(dtype=float)
+    durations_s = points["kernel_ns"].to_numpy(dtype=float) * 1e-9
+    per_kernel = per_kernel_s(points["median"].to_numpy(dtype=float), n_kernels)
+    n_points = len(points)
+    if np.unique(durations_s).size < 2:
+        note = "needs spin rows of at least two kernel durations"
+        return _fit_row(machine_id, "knee_s", math.nan, (math.nan, math.nan), level, CI_NONE, n_points, note)
+    knee_s = float(knee_parameters(durations_s[None, :], per_kernel[None, :])[0, 2])
+    raw = _samples(points)
+    samples = None if raw is None else [per_kernel_s(s, n) for s, n in zip(raw, n_kernels, strict=True)]
+
+    def knee_only(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        return knee_parameters(x, y)[:, 2:]
+
+    replicates, method = bootstrap(
+        durations_s,
+        per_kernel,
+        samples,
+        statistic="median",
+        estimator=knee_only,
+        n_boot=n_boot,
+        seed=seed,
+        min_sizes=2,
+    )
+    finite = replicates[np.isfinite(replicates[:, 0]), 0]
+    low, high = np.quantile(finite, [(1 - level) / 2, (1 + level) / 2]) if finite.size else (math.nan,) * 2
+    return _fit_row(machine_id, "knee_s", knee_s, (float(low), float(high)), level, method, n_points)
+
+
+def _usable(value: float) -> bool:
+    return math.isfinite(value) and value >= 0
+
+
+def _spin_composition(
+    fits: pd.DataFrame, machine_id: str, mode: str, n_kernels: int, kernel_s: float
+) -> tuple[float, float] | None:
+    """(serial, overlapped) seconds per call of ``n_kernels`` spin kernels of ``kernel_s`` in ``mode``, each
+    bound plus the synchronise round trip the timed call ends with; None when a needed fit is missing."""
+    t_gpu_s = n_kernels * kernel_s
+    sync_s = fitted(fits, machine_id, "sync_round_trip_s")
+    if mode == "graph":
+        node_s, graph_s = (
+            fitted(fits, machine_id, "graph_node_s"),
+            fitted(fits, machine_id, "graph_enqueue_s"),
+        )
+        if not (_usable(node_s) and _usable(graph_s) and _usable(sync_s)):
+            return None
+        composition = compose_graph(t_gpu_s, n_kernels, node_s, graph_s)
+    else:
+        launch_s = fitted(fits, machine_id, "launch_s")
+        if not (_usable(launch_s) and _usable(sync_s)):
+            return None
+        composition = compose(t_gpu_s, n_kernels, launch_s)
+    return composition.serial_s + sync_s, composition.overlapped_s + sync_s
+
+
+def _decode_row(
+    machine_id: str | None,
+    cfg: ModelConfig,
+    plan: str,
+    launch: str,
+    t_launch_s: float,
+    t_graph_launch_s: float,
+    composition: Composition,
+) -> dict[str, object]:
+    return {
+        "machine_id": machine_id,
+        "config": cfg.name,
+        "plan": plan,
+        "n_kernels": composition.n_kernels,
+        "t_gpu_s": composition.t_gpu_s,
+        "launch": launch,
+        "t_launch_s": t_launch_s,
+        "t_graph_launch_s": t_graph_launch_s,
+        "serial_s": composition.serial_s,
+        "overlapped_s": composition.overlapped_s,
+        "overhead_share": composition.overhead_share,
+        "tok_per_s_serial": composition.tok_per_s_serial,
+        "tok_per_s_overlapped": composition.tok_per_s_overlapped,
+    }
+
+
+def _fit_cells(row: object) -> list[str]:
+    value = "n/a" if math.isnan(row.value_s) else fmt_time(row.value_s)
+    if math.isnan(row.ci_low_s):
+        interval = row.note or "none"
+    else:
+        interval = f"[{fmt_time(row.ci_low_s)}, {fmt_time(row.ci_high_s)}]"
+    figure, source = QUANTITIES[row.quantity].split(" (", 1)
+    return [figure, value, interval, str(row.n_points), source[:-1]]
+
+
+def _spin_cells(row: object) -> list[str]:
+    n = row.n_kernels
+    return [
+        str(row.mode),
+        fmt_time(row.kernel_ns * 1e-9) if row.kernel_ns else "0 s",
+        fmt_count(n),
+        fmt_time(float(per_kernel_s(row.measured_s, n))),
+        fmt_time(float(per_kernel_s(row.overlapped_s, n))),
+        fmt_time(float(per_kernel_s(row.serial_s, n))),
+        "yes" if row.within_bounds else "no",
+    ]
+
+
+def _decode_lines(decode: pd.DataFrame, machine_id: str) -> list[str]:
+    """Demo 2 for one machine: per model and plan, the serial step at each assumed launch cost beside the
+    serial and overlapped step at the machine's measured eager and graph costs; none without them."""
+    ours = decode[decode["machine_id"] == machine_id]
+    if ours.empty:
+        return []
+    assumed = decode[decode["launch"] == "assumed"]
+    assumed_costs = " / ".join(fmt_time(t) for t in dict.fromkeys(assumed["t_launch_s"]))
+    headers = ["model", "plan", "kernels", "GPU work", f"serial at {assumed_costs}", "eager", "graph"]
+    table_rows = []
+    for (config, plan), group in assumed.groupby(["config", "plan"], sort=False):
+        measured = ours[(ours["config"] == config) & (ours["plan"] == plan)]
+        table_rows.append(
+            [
+                str(config),
+                str(plan),
+                fmt_count(group["n_kernels"].iloc[0]),
+                fmt_time(group["t_gpu_s"].iloc[0]),
+                " / ".join(fmt_time(t) for t in group["serial_s"]),
+                _bounds_cell(measured[measured["launch"] == "measured eager"]),
+                _bounds_cell(measured[measured["launch"] == "measured graph"]),
+            ]
+        )
+    return [
+        f"    lecture demo 2, one decode step on {DEMO2_GPU.name} (roofline GPU work, batch {DEMO2_BATCH}, "
+        f"ctx {DEMO2_CTX}); assumed launch costs vs measured, serial / overlapped:",
+        *(f"      {line}" for line in format_table(headers, table_rows).splitlines()),
+    ]
+
+
+def _bounds_cell(rows: pd.DataFrame) -> str:
+    if rows.empty:
+        return "n/a"
+    row = rows.iloc[0]
+    return f"{fmt_time(row['serial_s'])} / {fmt_time(row['overlapped_s'])}"

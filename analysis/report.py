@@ -1,0 +1,458 @@
+"""``DIR/report.md``: the saved runs as a Markdown report — inputs, machines, each family's fitted figures
+with their confidence intervals, measured vs predicted with errors, the machine comparison, and the figures.
+
+Numbers are SI in the data and formatted only here, through ``model.units``; every table names its units.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from analysis.compare import (
+    MARK_BASELINE,
+    Fits,
+    figure_table,
+    fit_all,
+    point_columns,
+    point_table,
+)
+from analysis.load import LoadResult
+from analysis.plots import plot_all
+from model.units import fmt_count, fmt_percent, fmt_rate, fmt_si, fmt_time
+
+#: Formatter of each unit a figure table uses.
+FORMATTERS: dict[str, Callable[[float], str]] = {
+    "s": fmt_time,
+    "B/s": fmt_rate,
+    "elem/s": lambda value: fmt_si(value, "elem/s"),
+    "count": fmt_count,
+}
+
+REPORT_NAME = "report.md"
+FIGURES_DIR = "figures"
+
+
+@dataclass(frozen=True)
+class WrittenReport:
+    """``path``: the Markdown file written; ``figures``: the figure files (PNG and SVG) it links."""
+
+    path: Path
+    figures: tuple[Path, ...]
+
+
+def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    """Lines of a Markdown table; ``|`` inside a cell is escaped."""
+
+    def line(cells: Sequence[str]) -> str:
+        return "| " + " | ".join(str(cell).replace("|", "\\|") for cell in cells) + " |"
+
+    return [line(header), "|" + "|".join("---" for _ in header) + "|", *(line(row) for row in rows)]
+
+
+def _with_interval(value: float, low: float, high: float, unit: str) -> str:
+    fmt = FORMATTERS[unit]
+    if math.isnan(low) or math.isnan(high):
+        return fmt(value)
+    return f"{fmt(value)} [{fmt(low)} – {fmt(high)}]"
+
+
+def _mark_text(mark: str, p_value: float) -> str:
+    if math.isnan(p_value) or mark == MARK_BASELINE:
+        return mark
+    return f"{mark} (p < 1e-6)" if p_value < 1e-6 else f"{mark} (p = {p_value:.2g})"
+
+
+def comparison_lines(table: pd.DataFrame) -> list[str]:
+    """The machine table as Markdown: one row per fitted figure, one column per machine (value with its
+    confidence interval; for the others also the ratio to the baseline and the significance mark)."""
+    if table.empty:
+        return ["No fitted figure to compare (no case that a family could fit)."]
+    machines = list(dict.fromkeys(table["machine_id"]))
+    baseline = table.attrs["baseline"]
+    machines = [baseline, *(m for m in machines if m != baseline)] if baseline in machines else machines
+    header = ["figure", *(f"{m} (baseline)" if m == baseline else m for m in machines), "judged on"]
+    rows = []
+    for figure, group in table.groupby("figure", sort=False):
+        by_machine = group.set_index("machine_id")
+        cells = [f"{figure} ({group['unit'].iloc[0]})"]
+        for machine in machines:
+            if machine not in by_machine.index:
+                cells.append("—")
+                continue
+            row = by_machine.loc[machine]
+            text = _with_interval(row["value"], row["low"], row["high"], row["unit"])
+            if machine != baseline:
+                ratio = "ratio n/a" if math.isnan(row["ratio"]) else f"×{row['ratio']:.3g}"
+                text += f"; {ratio}; {_mark_text(row['mark'], row['p_value'])}"
+            cells.append(text)
+        cells.append(", ".join(sorted({text for text in group["judged_on"] if text})) or "—")
+        rows.append(cells)
+    return [
+        f"Baseline: **{baseline}**. Ratio = figure / baseline's figure. Intervals: 95 % bootstrap. "
+        "Significance: two-sided Mann-Whitney U (normal approximation, tie-corrected) on the raw samples of "
+        "the point that measures the figure most directly (last column), p < 0.01; "
+        "'not judged' where runs were saved without raw samples or they were skipped (--no-samples).",
+        "",
+        *markdown_table(header, rows),
+    ]
+
+
+def comparison_markdown(frame: pd.DataFrame, baseline: str | None, points: bool) -> list[str]:
+    """``python -m analysis compare``'s output: the machine table; with ``points`` every measured point."""
+    fits = fit_all(frame)
+    lines = comparison_lines(figure_table(frame, fits, baseline))
+    if points:
+        lines += ["", *point_lines(point_table(frame, baseline))]
+    return lines
+
+
+def point_lines(table: pd.DataFrame) -> list[str]:
+    """Every measured point per machine: median time per timed call, ratio to the baseline, mark."""
+    keys = [key for key in point_columns(table) if key in table and table[key].notna().any()]
+    rows = []
+    for row in table.itertuples(index=False):
+        coords = [_coordinate(getattr(row, key)) for key in keys]
+        ratio = "—" if math.isnan(row.ratio) else f"×{row.ratio:.3g}"
+        rows.append(
+            [
+                *coords,
+                row.machine_id,
+                str(row.runs),
+                fmt_time(row.median_s),
+                ratio,
+                _mark_text(row.mark, row.p_value),
+            ]
+        )
+    return markdown_table([*keys, "machine", "runs", "median per timed call", "ratio", "difference"], rows)
+
+
+def _coordinate(value: object) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    if isinstance(value, float) and value.is_integer():
+        return fmt_count(value)
+    return str(value)
+
+
+def _machines_lines(frame: pd.DataFrame) -> list[str]:
+    rows = []
+    for machine, runs in frame.groupby("machine_id", sort=False):
+        first, last = runs["run_datetime"].min(), runs["run_datetime"].max()
+        rows.append(
+            [
+                machine,
+                str(runs["host"].iloc[0]),
+                str(runs["cpu_model"].iloc[0]),
+                str(runs["gpu_name"].iloc[0] or "—"),
+                str(runs["source"].nunique()),
+                f"{first:%Y-%m-%d %H:%M}" if not pd.isna(first) else "?",
+                f"{last:%Y-%m-%d %H:%M}" if not pd.isna(last) else "?",
+                ", ".join(sorted({str(v) for v in runs["pb_version"]})),
+            ]
+        )
+    header = [
+        "machine",
+        "host",
+        "CPU",
+        "GPU",
+        "runs",
+        "first run (UTC)",
+        "last run (UTC)",
+        "pytest-benchmark",
+    ]
+    return markdown_table(header, rows)
+
+
+def _host_lines(fits: Fits, figures: dict[str, str]) -> list[str]:
+    if fits.host.empty:
+        return []
+    lines = ["## CPU: numpy per-call cost and host bandwidth", ""]
+    lines += [
+        "Fixed-overhead law t(n) = t0 + n/r∞ fitted per machine on `np.add` sizes whose working set fits the "
+        "core's cache; the per-element cost from DRAM at sizes ≥ 2 × the last-level cache. 95 % bootstrap "
+        "intervals in brackets.",
+        "",
+    ]
+    rows = []
+    for fit in fits.host.itertuples(index=False):
+        if fit.fit_error is not None:
+            rows.append([fit.machine_id, f"not fitted: {fit.fit_error}", "", "", "", "", ""])
+            continue
+        rows.append(
+            [
+                fit.machine_id,
+                _with_interval(fit.t0_s, fit.t0_low_s, fit.t0_high_s, "s"),
+                _with_interval(
+                    fit.cache_s_per_element, fit.cache_s_per_element_low, fit.cache_s_per_element_high, "s"
+                ),
+                _with_interval(fit.n_half, fit.n_half_low, fit.n_half_high, "count"),
+                _with_interval(
+                    fit.dram_s_per_element, fit.dram_s_per_element_low, fit.dram_s_per_element_high, "s"
+                )
+                if fit.dram_points
+                else "not measured",
+                " / ".join(
+                    fmt_rate(v) if not math.isnan(v) else "—"
+                    for v in (fit.copy_bytes_per_s, fit.triad_bytes_per_s)
+                ),
+                str(fit.ci_method),
+            ]
+        )
+    header = [
+        "machine",
+        "t0 per call",
+        "per element, in cache",
+        "n½ (elements)",
+        "per element, from DRAM",
+        "copy / triad bandwidth",
+        "interval from",
+    ]
+    lines += [*markdown_table(header, rows), ""]
+    lines += _figure_link(figures, "time_vs_size", "Time per call vs size, with the fitted law")
+    if not fits.many_vs_one.empty:
+        lines += [
+            "### Many small calls vs one big",
+            "",
+            "Measured time of the whole timed call (median over runs) beside the prediction: one call on all "
+            "N = pieces · n elements (measured above) plus t0 for each extra call, t(N) + (pieces − 1) · t0 "
+            "(the pieces' data lives where the whole array's does); where N was not measured, pieces · t(n) "
+            "from the law. Error = (predicted − measured) / measured.",
+            "",
+        ]
+        rows = [
+            [
+                row.machine_id,
+                row.variant,
+                fmt_count(row.pieces),
+                fmt_count(row.n),
+                fmt_time(row.measured_s),
+                fmt_time(row.predicted_s),
+                _signed_percent(row.rel_error),
+                row.basis,
+            ]
+            for row in fits.many_vs_one.itertuples(index=False)
+        ]
+        lines += markdown_table(
+            ["machine", "variant", "pieces", "elements per call", "measured", "predicted", "error", "basis"],
+            rows,
+        )
+        lines += ["", *_figure_link(figures, "many_vs_one_parity", "Many vs one: measured vs predicted")]
+    return lines
+
+
+def _launch_lines(fits: Fits, figures: dict[str, str]) -> list[str]:
+    """The GPU launch family: fitted costs per machine, spin kernels against the model's bounds, and the
+    lecture's demo 2 recomputed with the measured launch costs."""
+    if fits.launch.empty:
+        return []
+    from analysis.launch import QUANTITIES, per_kernel_s
+
+    lines = ["## GPU: launch, synchronise and graph costs", ""]
+    rows = []
+    for row in fits.launch.itertuples(index=False):
+        value = (
+            "n/a"
+            if math.isnan(row.value_s)
+            else _with_interval(row.value_s, row.ci_low_s, row.ci_high_s, "s")
+        )
+        rows.append(
+            [
+                row.machine_id,
+                QUANTITIES[row.quantity],
+                value,
+                str(row.n_points),
+                str(row.ci_method),
+                row.note or "",
+            ]
+        )
+    lines += markdown_table(
+        ["machine", "figure (from)", "value [95 % CI]", "points", "interval from", "note"], rows
+    )
+    lines.append("")
+    if not fits.spin.empty:
+        lines += [
+            "### Spin kernels against the model's bounds",
+            "",
+            "N kernels of requested duration d per timed call; the model's overlapped and serial bounds "
+            "(`model.launch.compose` / `compose_graph` with the fitted costs, plus the synchronise round "
+            "trip), shown per kernel (timed call / N).",
+            "",
+        ]
+        rows = []
+        for row in fits.spin.itertuples(index=False):
+            n = row.n_kernels
+            rows.append(
+                [
+                    row.machine_id,
+                    row.mode,
+                    fmt_time(row.kernel_ns * 1e-9),
+                    fmt_count(n),
+                    fmt_time(row.measured_per_kernel_s),
+                    fmt_time(float(per_kernel_s(row.overlapped_s, n))),
+                    fmt_time(float(per_kernel_s(row.serial_s, n))),
+                    "yes" if row.within_bounds else "no",
+                    _signed_percent(row.error_vs_overlapped),
+                ]
+            )
+        header = ["machine", "mode", "d", "N", "measured", "overlapped", "serial", "within", "vs overlapped"]
+        lines += [*markdown_table(header, rows), ""]
+        lines += _figure_link(figures, "spin_parity", "Spin kernels: measured vs the model's bounds")
+        lines += _figure_link(figures, "knee", "Time per kernel vs kernel duration, with the knee")
+    if not fits.decode_demo.empty:
+        lines += [
+            "### Lecture demo 2 with measured launch costs",
+            "",
+            "One decode step on the H100 roofline (batch 1, ctx 1,024): GPU work plus kernel launches, "
+            "serial (never hidden) and overlapped (hidden behind the GPU work) compositions.",
+            "",
+        ]
+        rows = []
+        for row in fits.decode_demo.itertuples(index=False):
+            who = "assumed" if row.launch == "assumed" else f"{row.launch} ({row.machine_id})"
+            per = "per node" if row.launch == "measured graph" else "per kernel"
+            rows.append(
+                [
+                    row.config,
+                    row.plan,
+                    fmt_count(row.n_kernels),
+                    fmt_time(row.t_gpu_s),
+                    who,
+                    f"{fmt_time(row.t_launch_s)} {per}",
+                    fmt_time(row.serial_s),
+                    fmt_time(row.overlapped_s),
+                    fmt_percent(row.overhead_share),
+                    f"{row.tok_per_s_serial:.0f}",
+                ]
+            )
+        header = [
+            "model",
+            "plan",
+            "kernels",
+            "GPU work",
+            "launch cost",
+            "cost",
+            "serial step",
+            "overlapped step",
+            "overhead share (serial)",
+            "tok/s (serial)",
+        ]
+        lines += [*markdown_table(header, rows), ""]
+        lines += _figure_link(figures, "decode_step", "Decode step: GPU work and launch overhead")
+    return lines
+
+
+def _decode_lines(fits: Fits, figures: dict[str, str]) -> list[str]:
+    """Measured decode steps (``analysis.decode.decode_table``) beside the predicted overlapped and serial
+    bounds; ``position`` 0 = at the overlapped bound, 1 = at the serial bound."""
+    steps = fits.decode_steps
+    if steps.empty:
+        return []
+    lines = [
+        "## Decode step: measured vs predicted",
+        "",
+        "One token per step. Predicted: bytes at the reference bandwidth (GPU: the roofline step on its "
+        "spec; CPU: the measured STREAM bandwidth) plus the per-call or per-launch cost fitted in the same "
+        "run, overlapped and serial. Where: between the bounds, 0 = at the overlapped one and 1 = at the "
+        "serial one; outside them, the ratio to the nearer bound.",
+        "",
+    ]
+    rows = []
+    for row in steps.itertuples(index=False):
+        rows.append(
+            [
+                row.machine_id,
+                row.device,
+                row.config,
+                row.plan,
+                "" if pd.isna(row.mode) else str(row.mode),
+                fmt_count(row.ops_per_step),
+                fmt_time(row.measured_s),
+                _maybe(row.overlapped_s, fmt_time),
+                _maybe(row.serial_s, fmt_time),
+                _where(row.measured_s, row.overlapped_s, row.serial_s, row.position),
+                fmt_rate(row.achieved_bytes_per_s),
+                _maybe(row.bandwidth_fraction, fmt_percent),
+            ]
+        )
+    header = [
+        "machine",
+        "device",
+        "model",
+        "plan",
+        "mode",
+        "calls or kernels",
+        "measured step",
+        "overlapped",
+        "serial",
+        "where",
+        "achieved",
+        "of reference bandwidth",
+    ]
+    lines += [*markdown_table(header, rows), ""]
+    lines += _figure_link(figures, "decode_parity", "Decode steps: measured vs the predicted bounds")
+    return lines
+
+
+def _where(measured_s: float, overlapped_s: float, serial_s: float, position: float) -> str:
+    """Where a measured step lies: between the bounds (0 = overlapped, 1 = serial), or how far outside."""
+    if math.isnan(position):
+        return "n/a"
+    if measured_s > serial_s:
+        return f"above: {measured_s / serial_s:.2f}× serial"
+    if measured_s < overlapped_s:
+        return f"below: {measured_s / overlapped_s:.2f}× overlapped"
+    return f"between: {position:.2f}"
+
+
+def _maybe(value: float, fmt: Callable[[float], str]) -> str:
+    return "n/a" if value is None or math.isnan(value) else fmt(value)
+
+
+def _signed_percent(fraction: float) -> str:
+    return ("+" if fraction > 0 else "") + fmt_percent(fraction, 1)
+
+
+def _figure_link(figures: dict[str, str], stem: str, caption: str) -> list[str]:
+    """A Markdown image line for figure ``stem`` (PNG, with a link to the SVG) when it was drawn."""
+    if stem not in figures:
+        return []
+    return [f"![{caption}]({figures[stem]}.png)", "", f"*{caption}* ([SVG]({figures[stem]}.svg))", ""]
+
+
+def write_report(result: LoadResult, out_dir: Path, baseline: str | None) -> WrittenReport:
+    """Fit ``result.frame`` once, draw its figures into ``out_dir/figures``, write ``out_dir/report.md``."""
+    frame = result.frame
+    fits = fit_all(frame)
+    table = figure_table(frame, fits, baseline)
+    figure_paths = plot_all(frame, fits, table, out_dir / FIGURES_DIR)
+    figures = {path.stem: f"{FIGURES_DIR}/{path.stem}" for path in figure_paths}
+    machines = frame["machine_id"].nunique()
+    lines = [
+        "# launchbench report",
+        "",
+        f"{len(result.files_used)} saved run file(s), {machines} machine(s), {len(frame)} measured cases. "
+        "Times are per timed call (pytest-benchmark's median over rounds) unless a column says otherwise.",
+        "",
+    ]
+    if result.problems:
+        lines += [
+            "Skipped or partly skipped inputs:",
+            "",
+            *(f"- {problem}" for problem in result.problems),
+            "",
+        ]
+    lines += ["## Machines", "", *_machines_lines(frame), ""]
+    lines += _host_lines(fits, figures)
+    lines += _launch_lines(fits, figures)
+    lines += _decode_lines(fits, figures)
+    lines += ["", "## Machines compared", "", *comparison_lines(table), ""]
+    lines += _figure_link(figures, "machines", "Fitted figures relative to the baseline machine")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / REPORT_NAME
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return WrittenReport(path=path, figures=tuple(figure_paths))

@@ -1,0 +1,459 @@
+"""One LLM decode step in numpy: a Llama-shaped forward pass for one token, cut into the seed's op plans.
+
+The seed's demo 2 counts kernels per decode step (unfused: 12 per layer + 3; fused: 8 per layer + 3) and
+charges each a fixed launch cost. On a CPU the same step is a sequence of numpy calls, each with its own fixed
+cost (t0): this module runs that step for real, so a laptop shows where a real step falls between
+"bytes / bandwidth" and "bytes / bandwidth + calls × t0".
+
+Also here, because the GPU step (``benchmarks/decode_cuda.py``) and the tests share them: the weight layout
+(``DecodeWeights``), the KV cache (``KVCache``), RoPE's angles, and a float64 reference forward
+(``reference_logits``) that every plan, on every device, is checked against.
+
+Conventions of the step (the reference defines them):
+
+- Weights are stored as (out, in), as PyTorch's ``nn.Linear`` keeps them, so a projection is ``W @ x``.
+  q, k and v rows are stacked in one matrix (``wqkv``), gate and up rows in another (``wgu``): the unfused
+  plan multiplies by row blocks of them (views), the fused plan by the whole matrix: both read the same bytes.
+- The cache holds ``ctx`` positions. The step decodes position ``ctx - 1``: it writes that position's key and
+  value and attends over all ``ctx`` keys, which is exactly the KV traffic ``model.roofline.decode_step``
+  counts for a context of ``ctx``.
+- RoPE rotates the two halves of each head (Hugging Face Llama's ``rotate_half``) by angle
+  ``pos · theta^(-2i/d_head)``; RMSNorm is ``x / sqrt(mean(x²) + eps) · w``; the MLP is
+  ``down(silu(gate) · up)``; query head i reads KV head ``i // (n_heads / n_kv_heads)``; the output layer
+  is the embedding table (tied).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from model.launch import FUSED, UNFUSED, KernelPlan
+from model.llm import ModelConfig
+
+#: The CPU step's shape: Llama-shaped (GQA, gated MLP, tied output) and small enough to step in tens of ms,
+#: yet with ≈ 375 MB of float32 weights, past the last-level cache of laptops and servers alike.
+TINY_LLAMA_4L = ModelConfig(
+    "tiny-llama-4L-1024",
+    n_layers=4,
+    d_model=1024,
+    n_heads=16,
+    n_kv_heads=4,
+    d_head=64,
+    d_ff=4096,
+    vocab=32_000,
+    tied=True,
+)
+#: RoPE base of the Llama 3 family (config.json ``rope_theta``).
+ROPE_THETA = 500_000.0
+#: RMSNorm epsilon of the Llama 3 family (config.json ``rms_norm_eps``).
+RMS_EPS = 1e-5
+#: Seed of the random weights and cache of the benchmarks.
+SEED = 0
+
+PLANS: dict[str, KernelPlan] = {UNFUSED.name: UNFUSED, FUSED.name: FUSED}
+
+Array = Any  # a numpy or CuPy array: the containers below hold either
+
+
+@dataclass(frozen=True)
+class LayerWeights:
+    """One transformer layer's weights, (out, in) layout. Shapes: d = d_model, q = n_heads·d_head,
+    kv = n_kv_heads·d_head, f = d_ff."""
+
+    attn_norm: Array  # [d]
+    wqkv: Array  # [q + 2·kv, d]: q rows, then k rows, then v rows
+    wo: Array  # [d, q]
+    mlp_norm: Array  # [d]
+    wgu: Array  # [2·f, d]: gate rows, then up rows
+    wd: Array  # [d, f]
+
+
+@dataclass(frozen=True)
+class DecodeWeights:
+    """All weights of a decode step: the (tied) embedding table, the layers, the final norm."""
+
+    cfg: ModelConfig
+    embedding: Array  # [vocab, d]; also the output layer
+    layers: tuple[LayerWeights, ...]
+    final_norm: Array  # [d]
+
+
+@dataclass(frozen=True)
+class KVCache:
+    """Keys and values of every layer, ``ctx`` positions each: per layer ``[n_kv_heads, ctx, d_head]``."""
+
+    keys: tuple[Array, ...]
+    values: tuple[Array, ...]
+
+    @property
+    def ctx(self) -> int:
+        """Positions held per layer (the step decodes the last one)."""
+        return int(self.keys[0].shape[1])
+
+
+def _uniform(rng: np.random.Generator, shape: tuple[int, ...], std: float, mean: float = 0.0) -> np.ndarray:
+    """Float32 array of uniform random numbers with the given mean and standard deviation (faster to draw
+    than normal numbers, and as good for a benchmark's operands)."""
+    values = rng.random(shape, dtype=np.float32)
+    values -= 0.5
+    values *= np.float32(std * math.sqrt(12.0))
+    values += np.float32(mean)
+    return values
+
+
+def random_weights(cfg: ModelConfig, seed: int = SEED) -> DecodeWeights:
+    """Random float32 weights of ``cfg`` (seeded, never zero), scaled so activations stay near unit size:
+    projection entries have standard deviation 1/sqrt(fan-in), norm weights are near 1."""
+    rng = np.random.default_rng(seed)
+    d, q, kv, f = cfg.d_model, cfg.n_heads * cfg.d_head, cfg.n_kv_heads * cfg.d_head, cfg.d_ff
+    layers = tuple(
+        LayerWeights(
+            attn_norm=_uniform(rng, (d,), 0.1, mean=1.0),
+            wqkv=_uniform(rng, (q + 2 * kv, d), 1 / math.sqrt(d)),
+            wo=_uniform(rng, (d, q), 1 / math.sqrt(q)),
+            mlp_norm=_uniform(rng, (d,), 0.1, mean=1.0),
+            wgu=_uniform(rng, (2 * f, d), 1 / math.sqrt(d)),
+            wd=_uniform(rng, (d, f), 1 / math.sqrt(f)),
+        )
+        for _ in range(cfg.n_layers)
+    )
+    return DecodeWeights(
+        cfg=cfg,
+        embedding=_uniform(rng, (cfg.vocab, d), 1 / math.sqrt(d)),
+        layers=layers,
+        final_norm=_uniform(rng, (d,), 0.1, mean=1.0),
+    )
+
+
+def random_kv_cache(cfg: ModelConfig, ctx: int, seed: int = SEED + 1) -> KVCache:
+    """A float32 KV cache of ``ctx`` positions per layer filled with random unit-variance keys and values."""
+    if not isinstance(ctx, int) or ctx < 1:
+        raise ValueError(f"ctx must be an integer >= 1, got {ctx!r}")
+    rng = np.random.default_rng(seed)
+    shape = (cfg.n_kv_heads, ctx, cfg.d_head)
+    keys = tuple(_uniform(rng, shape, 1.0) for _ in range(cfg.n_layers))
+    values = tuple(_uniform(rng, shape, 1.0) for _ in range(cfg.n_layers))
+    return KVCache(keys=keys, values=values)
+
+
+def rope_angles(d_head: int, pos: int, theta: float = ROPE_THETA) -> tuple[np.ndarray, np.ndarray]:
+    """Return (cos, sin) of RoPE's angles at position ``pos``, float64, ``d_head // 2`` each."""
+    if d_head % 2:
+        raise ValueError(f"d_head must be even for RoPE, got {d_head}")
+    inv_freq = theta ** (-np.arange(0, d_head, 2, dtype=np.float64) / d_head)
+    angles = pos * inv_freq
+    return np.cos(angles), np.sin(angles)
+
+
+def _as64(array: Array) -> np.ndarray:
+    return np.asarray(array, dtype=np.float64)
+
+
+def _rmsnorm64(x: np.ndarray, weight: Array) -> np.ndarray:
+    return x / np.sqrt(np.mean(x * x) + RMS_EPS) * _as64(weight)
+
+
+def _rope64(x: np.ndarray, cos: np.ndarray, sin: np.ndarray) -> np.ndarray:
+    """Rotate ``x`` ([heads, d_head]) by RoPE: halves (x1, x2) → (x1·cos − x2·sin, x2·cos + x1·sin)."""
+    half = x.shape[-1] // 2
+    x1, x2 = x[:, :half], x[:, half:]
+    return np.concatenate([x1 * cos - x2 * sin, x2 * cos + x1 * sin], axis=-1)
+
+
+def reference_logits(weights: DecodeWeights, cache: KVCache, token: int) -> np.ndarray:
+    """The decode step's logits ([vocab], float64) for ``token`` at position ``cache.ctx - 1``, in float64.
+
+    ``weights`` and ``cache`` hold numpy arrays of any float type (FP16 weights of the GPU step are widened
+    exactly); the cache is not modified.
+    """
+    cfg = weights.cfg
+    ctx, pos = cache.ctx, cache.ctx - 1
+    q_width, kv_width = cfg.n_heads * cfg.d_head, cfg.n_kv_heads * cfg.d_head
+    group = cfg.n_heads // cfg.n_kv_heads
+    cos, sin = rope_angles(cfg.d_head, pos)
+    h = _as64(weights.embedding[token])
+    for layer, keys, values in zip(weights.layers, cache.keys, cache.values, strict=True):
+        qkv = _as64(layer.wqkv) @ _rmsnorm64(h, layer.attn_norm)
+        q = _rope64(qkv[:q_width].reshape(cfg.n_heads, cfg.d_head), cos, sin)
+        k = _rope64(qkv[q_width : q_width + kv_width].reshape(cfg.n_kv_heads, cfg.d_head), cos, sin)
+        v = qkv[q_width + kv_width :].reshape(cfg.n_kv_heads, cfg.d_head)
+        all_keys, all_values = _as64(keys).copy(), _as64(values).copy()
+        all_keys[:, pos], all_values[:, pos] = k, v
+        attn = np.empty((cfg.n_heads, cfg.d_head))
+        for head in range(cfg.n_heads):
+            kv_head = head // group
+            scores = all_keys[kv_head, :ctx] @ q[head] / math.sqrt(cfg.d_head)
+            p = np.exp(scores - scores.max())
+            attn[head] = (p / p.sum()) @ all_values[kv_head, :ctx]
+        h = h + _as64(layer.wo) @ attn.reshape(-1)
+        gate_up = _as64(layer.wgu) @ _rmsnorm64(h, layer.mlp_norm)
+        gate, up = gate_up[: cfg.d_ff], gate_up[cfg.d_ff :]
+        h = h + _as64(layer.wd) @ (gate / (1.0 + np.exp(-gate)) * up)
+    return _as64(weights.embedding) @ _rmsnorm64(h, weights.final_norm)
+
+
+# ------------------------------------------------------------------------------------------------------------
+# The numpy step
+# ------------------------------------------------------------------------------------------------------------
+
+#: An op's body: called with the numpy namespace to use (``numpy`` itself, or a ``CallCounter``).
+OpBody = Callable[[Any], None]
+
+
+@dataclass(frozen=True)
+class Op:
+    """One entry of a plan: ``name`` is the seed's kernel name (``model.launch``), ``body(xp)`` does the
+    work with ``xp.<function>`` calls only, and ``reads`` are the weight and cache arrays it streams."""
+
+    name: str
+    body: OpBody
+    reads: tuple[np.ndarray, ...]
+
+    @property
+    def bytes_read(self) -> int:
+        """Bytes of weights and KV cache this op reads once per step (activations are not counted)."""
+        return sum(array.nbytes for array in self.reads)
+
+
+class CallCounter:
+    """Stands in for the numpy module and counts calls: ``xp.add(...)`` calls ``numpy.add`` and adds one.
+
+    The plans call numpy only through their ``xp`` argument, so running a step once with a counter counts
+    exactly the numpy calls the timed step (run with ``xp = numpy``) makes.
+    """
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def __getattr__(self, name: str) -> Callable[..., Any]:
+        function = getattr(np, name)
+
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            self.calls += 1
+            return function(*args, **kwargs)
+
+        return counted
+
+
+@dataclass(frozen=True)
+class NumpyDecodeStep:
+    """A decode step as an ordered list of ops (``layers`` then ``tail``), with its preallocated output.
+
+    ``run()`` executes one step; afterwards ``logits`` ([vocab], float32) and ``next_token`` (0-d, the argmax)
+    hold its result.
+    """
+
+    plan: str
+    cfg: ModelConfig
+    ctx: int
+    layers: tuple[tuple[Op, ...], ...]
+    tail: tuple[Op, ...]
+    logits: np.ndarray
+    next_token: np.ndarray
+
+    @property
+    def ops(self) -> tuple[Op, ...]:
+        """Every op of one step, in execution order."""
+        return (*(op for layer in self.layers for op in layer), *self.tail)
+
+    @property
+    def bytes_per_step(self) -> int:
+        """Bytes of weights and KV cache one step reads: the sum over its ops."""
+        return sum(op.bytes_read for op in self.ops)
+
+    def run(self, xp: Any = np) -> None:
+        """Run one step, calling numpy through ``xp``."""
+        for op in self.ops:
+            op.body(xp)
+
+    def count_calls(self) -> int:
+        """Run one step through a ``CallCounter`` and return the numpy calls it made."""
+        counter = CallCounter()
+        self.run(counter)
+        return counter.calls
+
+
+def build_numpy_step(plan: str, weights: DecodeWeights, cache: KVCache, token: int) -> NumpyDecodeStep:
+    """Build the ``plan`` ("unfused" or "fused") step of ``weights`` (float32) decoding ``token`` at position
+    ``cache.ctx - 1``. Every buffer is allocated here; the step writes only into them and the cache."""
+    if plan not in PLANS:
+        raise ValueError(f"unknown plan {plan!r}; known plans: {', '.join(PLANS)}")
+    cfg = weights.cfg
+    if not 0 <= token < cfg.vocab:
+        raise ValueError(f"token must be in [0, {cfg.vocab}), got {token!r}")
+    fused = plan == FUSED.name
+    f32 = np.float32
+    d, dh, ff = cfg.d_model, cfg.d_head, cfg.d_ff
+    n_q, n_kv = cfg.n_heads, cfg.n_kv_heads
+    q_width, kv_width, group = n_q * dh, n_kv * dh, n_q // n_kv
+    ctx, pos, half = cache.ctx, cache.ctx - 1, dh // 2
+
+    # Activations, float32 (shape comments: [rows, cols]).
+    h = np.empty(d, f32)  # residual stream
+    xn = np.empty(d, f32)  # normed input of the next projection
+    qkv = np.empty(q_width + 2 * kv_width, f32)
+    q, k, v = qkv[:q_width], qkv[q_width : q_width + kv_width], qkv[q_width + kv_width :]
+    qk2 = qkv[: q_width + kv_width].reshape(n_q + n_kv, dh)  # q heads then k heads: RoPE rotates both
+    rot_a, rot_b = np.empty((n_q + n_kv, dh), f32), np.empty((n_q + n_kv, dh), f32)
+    scores = np.empty((n_kv, group, ctx), f32)
+    row_stat = np.empty((n_kv, group, 1), f32)
+    attn = np.empty(q_width, f32)
+    o = np.empty(d, f32)
+    gu = np.empty(2 * ff, f32)
+    gate, up = gu[:ff], gu[ff:]
+    silu_tmp, act = np.empty(ff, f32), np.empty(ff, f32)
+    logits, next_token = np.empty(cfg.vocab, f32), np.empty((), np.intp)
+
+    cos64, sin64 = rope_angles(dh, pos)
+    scale = 1.0 / math.sqrt(dh)
+    # RoPE as x·cos_full + swap(x)·sin_signed, where swap puts the second half first.
+    cos_full = np.concatenate([cos64, cos64]).astype(f32)  # [dh]
+    sin_lo, sin_hi = (-sin64).astype(f32), sin64.astype(f32)  # for the first and second output halves
+    # The fused plan folds attention's 1/sqrt(d_head) into q's RoPE tables: one numpy call fewer per layer.
+    row_scale = np.where(np.arange(n_q + n_kv) < n_q, scale if fused else 1.0, 1.0)[:, None]
+    cos_rows = (row_scale * cos_full).astype(f32)  # [n_q + n_kv, dh]
+    sin_lo_rows = (row_scale * sin_lo).astype(f32)  # [n_q + n_kv, half]
+    sin_hi_rows = (row_scale * sin_hi).astype(f32)
+    embedding_row = weights.embedding[token]  # a view: read by layer 0's first op, no gather op
+
+    def rmsnorm(xp: Any, weight: np.ndarray) -> None:  # xn = h / rms(h) · weight: 3 calls
+        inv_rms = 1.0 / math.sqrt(float(xp.dot(h, h)) / d + RMS_EPS)
+        xp.multiply(h, inv_rms, out=xn)
+        xp.multiply(xn, weight, out=xn)
+
+    def rope(xp: Any, x: np.ndarray, cos_t: np.ndarray, sin_lo_t: np.ndarray, sin_hi_t: np.ndarray) -> None:
+        rows = x.shape[0]
+        a, b = rot_a[:rows], rot_b[:rows]
+        xp.multiply(x, cos_t, out=a)
+        xp.multiply(x[:, half:], sin_lo_t, out=b[:, :half])
+        xp.multiply(x[:, :half], sin_hi_t, out=b[:, half:])
+        xp.add(a, b, out=x)
+
+    def write_kv(xp: Any, keys: np.ndarray, values: np.ndarray) -> None:
+        xp.copyto(keys[:, pos], k.reshape(n_kv, dh))
+        xp.copyto(values[:, pos], v.reshape(n_kv, dh))
+
+    def attention(xp: Any, keys: np.ndarray, values: np.ndarray, scaled_q: bool) -> None:
+        qg = q.reshape(n_kv, group, dh)  # query heads grouped by the KV head they read
+        xp.matmul(qg, keys.transpose(0, 2, 1), out=scores)  # [n_kv, group, ctx]
+        if not scaled_q:
+            xp.multiply(scores, scale, out=scores)
+        xp.max(scores, axis=-1, keepdims=True, out=row_stat)
+        xp.subtract(scores, row_stat, out=scores)
+        xp.exp(scores, out=scores)
+        xp.sum(scores, axis=-1, keepdims=True, out=row_stat)
+        xp.divide(scores, row_stat, out=scores)
+        xp.matmul(scores, values, out=attn.reshape(n_kv, group, dh))
+
+    def silu_mul(xp: Any) -> None:  # act = gate·up / (1 + exp(−gate))
+        xp.negative(gate, out=silu_tmp)
+        xp.exp(silu_tmp, out=silu_tmp)
+        xp.add(silu_tmp, 1.0, out=silu_tmp)
+        xp.multiply(gate, up, out=act)
+        xp.divide(act, silu_tmp, out=act)
+
+    def layer_ops(index: int, lw: LayerWeights, keys: np.ndarray, values: np.ndarray) -> tuple[Op, ...]:
+        wq, wk, wv = lw.wqkv[:q_width], lw.wqkv[q_width : q_width + kv_width], lw.wqkv[q_width + kv_width :]
+        wg, wu = lw.wgu[:ff], lw.wgu[ff:]
+        first = index == 0
+        first_reads = (embedding_row,) if first else ()
+
+        def enter(xp: Any) -> None:
+            """The residual stream enters the layer: the token's embedding row at layer 0; in the fused plan
+            the previous layer's down projection is added here (the "residual" of "residual + RMSNorm")."""
+            if first:
+                xp.copyto(h, embedding_row)
+            elif fused:
+                xp.add(h, o, out=h)
+
+        def attn_norm(xp: Any) -> None:
+            enter(xp)
+            rmsnorm(xp, lw.attn_norm)
+
+        def qkv_proj(xp: Any) -> None:
+            if fused:
+                xp.matmul(lw.wqkv, xn, out=qkv)
+            else:
+                xp.matmul(wq, xn, out=q)
+                xp.matmul(wk, xn, out=k)
+                xp.matmul(wv, xn, out=v)
+
+        def rope_q_k(xp: Any) -> None:
+            if fused:
+                rope(xp, qk2, cos_rows, sin_lo_rows, sin_hi_rows)
+            else:
+                rope(xp, qk2[:n_q], cos_full, sin_lo, sin_hi)
+                rope(xp, qk2[n_q:], cos_full, sin_lo, sin_hi)
+
+        def rope_write_kv(xp: Any) -> None:
+            rope_q_k(xp)
+            write_kv(xp, keys, values)
+
+        def mlp_norm(xp: Any) -> None:
+            if fused:
+                xp.add(h, o, out=h)
+            rmsnorm(xp, lw.mlp_norm)
+
+        def gate_up_silu(xp: Any) -> None:
+            xp.matmul(lw.wgu, xn, out=gu)
+            silu_mul(xp)
+
+        def gate_up(xp: Any) -> None:
+            xp.matmul(wg, xn, out=gate)
+            xp.matmul(wu, xn, out=up)
+
+        def residual(xp: Any) -> None:
+            xp.add(h, o, out=h)
+
+        norm_reads = (*first_reads, lw.attn_norm)
+        attention_op = Op("attention", lambda xp: attention(xp, keys, values, fused), (keys, values))
+        out_proj = Op("output projection", lambda xp: xp.matmul(lw.wo, attn, out=o), (lw.wo,))
+        down = Op("down projection", lambda xp: xp.matmul(lw.wd, act, out=o), (lw.wd,))
+        if fused:
+            return (
+                Op("residual + RMSNorm", attn_norm, norm_reads),
+                Op("QKV projection", qkv_proj, (lw.wqkv,)),
+                Op("RoPE + write KV", rope_write_kv, ()),
+                attention_op,
+                out_proj,
+                Op("residual + RMSNorm", mlp_norm, (lw.mlp_norm,)),
+                Op("gate/up projection + SiLU × mul", gate_up_silu, (lw.wgu,)),
+                down,
+            )
+        return (
+            Op("RMSNorm", attn_norm, norm_reads),
+            Op("QKV projection", qkv_proj, (wq, wk, wv)),
+            Op("RoPE", rope_q_k, ()),
+            Op("write KV cache", lambda xp: write_kv(xp, keys, values), ()),
+            attention_op,
+            out_proj,
+            Op("residual add", residual, ()),
+            Op("RMSNorm", mlp_norm, (lw.mlp_norm,)),
+            Op("gate/up projection", gate_up, (wg, wu)),
+            Op("SiLU × mul", silu_mul, ()),
+            down,
+            Op("residual add", residual, ()),
+        )
+
+    def final_norm(xp: Any) -> None:
+        if fused:
+            xp.add(h, o, out=h)
+        rmsnorm(xp, weights.final_norm)
+
+    tail = (
+        Op("final RMSNorm", final_norm, (weights.final_norm,)),
+        Op("output layer", lambda xp: xp.matmul(weights.embedding, xn, out=logits), (weights.embedding,)),
+        Op("sampling", lambda xp: xp.argmax(logits, out=next_token), ()),
+    )
+    layers = tuple(
+        layer_ops(index, lw, keys, values)
+        for index, (lw, keys, values) in enumerate(zip(weights.layers, cache.keys, cache.values, strict=True))
+    )
+    return NumpyDecodeStep(
+        plan=plan, cfg=cfg, ctx=ctx, layers=layers, tail=tail, logits=logits, next_token=next_token
+    )

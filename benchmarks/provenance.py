@@ -1,0 +1,216 @@
+"""What a reader of a saved run needs to trust it: ``machine_info["launchbench"]``.
+
+pytest-benchmark's storage folder names only the OS and Python (``Linux-CPython-3.11-64bit``), so two machines
+land in one folder; ``machine_id`` tells them apart. The rest says what shaped the figures: the CPU and its
+caches (whether an array is served from cache or from DRAM), the frequency governor, numpy's BLAS and thread
+pools, the thread environment variables, and the GPU when CuPy sees one.
+
+Built from small collectors, each filling one dict and tolerating a missing source (no ``/sys`` on macOS,
+no ``/proc/cpuinfo`` on Windows, no GPU), as pyperf's ``_collect_metadata`` does: an unreadable source
+leaves its key ``None`` instead of failing the run.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from benchmarks import cuda
+
+#: Where Linux describes CPU 0's caches (one ``index*`` folder per cache) and its frequency policy.
+CPU0_SYSFS = Path("/sys/devices/system/cpu/cpu0")
+
+#: Environment variables that change how many threads numpy/BLAS/OpenMP use or which kernels they pick, and
+#: the CUDA ones that change what a GPU timing means. All are recorded, ``None`` when unset.
+THREAD_ENV_VARS = (
+    "OMP_NUM_THREADS",
+    "OPENBLAS_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "VECLIB_MAXIMUM_THREADS",
+    "BLIS_NUM_THREADS",
+    "NUMEXPR_NUM_THREADS",
+    "OPENBLAS_CORETYPE",
+    "MKL_ENABLE_INSTRUCTIONS",
+    "NPY_DISABLE_CPU_FEATURES",
+    "OMP_PROC_BIND",
+    "OMP_PLACES",
+    "CUDA_VISIBLE_DEVICES",
+    "CUDA_LAUNCH_BLOCKING",
+)
+
+_SIZE_SUFFIXES = {"K": 1024, "M": 1024**2, "G": 1024**3}
+
+
+def collect_machine_info() -> dict[str, object]:
+    """Return ``machine_info["launchbench"]``: identity, CPU, caches, numpy/BLAS, thread env and GPU.
+
+    Sizes are bytes; ``gpu`` is ``benchmarks.cuda.gpu_info()`` (``None`` without a usable device).
+    ``machine_id`` is "host / CPU model / GPU name or 'no GPU'", the composition ``analysis.load`` falls back
+    to for runs saved without this dict, so both agree.
+    """
+    info: dict[str, object] = {}
+    collect_host(info)
+    collect_cpu(info)
+    collect_caches(info)
+    collect_numpy(info)
+    collect_env(info)
+    collect_gpu(info)
+    gpu = info["gpu"]
+    gpu_name = gpu.get("name") if isinstance(gpu, dict) else None
+    info["machine_id"] = f"{info['host']} / {info['cpu_model']} / {gpu_name or 'no GPU'}"
+    return info
+
+
+def collect_host(info: dict[str, object]) -> None:
+    """Fill ``host`` (the network name), ``platform`` and ``load_avg`` (1, 5, 15 min; None where unknown).
+
+    The load average says whether other work shared the machine while it was measured.
+    """
+    info["host"] = platform.node() or "unknown-host"
+    info["platform"] = platform.platform()
+    try:
+        info["load_avg"] = list(os.getloadavg())
+    except (AttributeError, OSError):  # Windows has no load average
+        info["load_avg"] = None
+
+
+def collect_cpu(info: dict[str, object]) -> None:
+    """Fill ``cpu_model``, ``logical_cpus``, ``usable_cpus`` (this process's affinity) and ``governor``."""
+    info["cpu_model"] = _cpu_model()
+    info["logical_cpus"] = os.cpu_count()
+    try:
+        info["usable_cpus"] = len(os.sched_getaffinity(0))
+    except AttributeError:  # macOS and Windows have no sched_getaffinity
+        info["usable_cpus"] = None
+    info["governor"] = _read_text(CPU0_SYSFS / "cpufreq" / "scaling_governor")
+
+
+def collect_caches(info: dict[str, object]) -> None:
+    """Fill ``caches`` (one dict per cache of CPU 0: level, type, size_bytes, shared_cpu_list), ``llc_bytes``
+    (the last-level cache) and ``core_cache_bytes`` (the largest data cache below the last level, private
+    to a core on common CPUs). Sizes in bytes; ``None`` where the OS does not say.
+
+    Analysis uses them to tell sizes served from cache from sizes served from DRAM.
+    """
+    caches = _linux_caches(CPU0_SYSFS / "cache")
+    if not caches and sys.platform == "darwin":
+        caches = _darwin_caches()
+    info["caches"] = caches
+    data_caches = [cache for cache in caches if cache["type"] in ("Data", "Unified") and cache["size_bytes"]]
+    if not data_caches:
+        info["llc_bytes"] = None
+        info["core_cache_bytes"] = None
+        return
+    last_level = max(cache["level"] for cache in data_caches)
+    info["llc_bytes"] = max(cache["size_bytes"] for cache in data_caches if cache["level"] == last_level)
+    below = [cache["size_bytes"] for cache in data_caches if cache["level"] < last_level]
+    info["core_cache_bytes"] = max(below) if below else info["llc_bytes"]
+
+
+def collect_numpy(info: dict[str, object]) -> None:
+    """Fill ``numpy`` (its version) and ``blas``: threadpoolctl's view of the BLAS/OpenMP libraries loaded
+    (library, version, threading layer, thread count, CPU architecture it picked)."""
+    info["numpy"] = np.__version__
+    try:
+        from threadpoolctl import threadpool_info
+    except ImportError:
+        info["blas"] = None
+        return
+    info["blas"] = threadpool_info()
+
+
+def collect_env(info: dict[str, object]) -> None:
+    """Fill ``env``: every variable of ``THREAD_ENV_VARS`` with its value, ``None`` when unset."""
+    info["env"] = {name: os.environ.get(name) for name in THREAD_ENV_VARS}
+
+
+def collect_gpu(info: dict[str, object]) -> None:
+    """Fill ``gpu`` with ``benchmarks.cuda.gpu_info()``: name, compute capability, SMs, memory, driver and
+    runtime versions, CuPy version, clocks; ``None`` when no CUDA device is usable."""
+    info["gpu"] = cuda.gpu_info()
+
+
+def _read_text(path: Path) -> str | None:
+    """Return the stripped text of ``path``, or None when it is missing or unreadable."""
+    try:
+        return path.read_text().strip()
+    except OSError:
+        return None
+
+
+def _cpu_model() -> str:
+    """Return the CPU's marketing name from /proc/cpuinfo (Linux) or sysctl (macOS), else ``platform``'s."""
+    cpuinfo = _read_text(Path("/proc/cpuinfo"))
+    if cpuinfo:
+        for line in cpuinfo.splitlines():
+            key, _, value = line.partition(":")
+            if key.strip() in ("model name", "Model") and value.strip():
+                return value.strip()
+    if sys.platform == "darwin":
+        brand = _sysctl("machdep.cpu.brand_string")
+        if brand:
+            return brand
+    return platform.processor() or platform.machine() or "unknown-cpu"
+
+
+def _parse_size(text: str) -> int | None:
+    """Return the bytes of a sysfs cache size such as "48K" or "2048K", or None when it cannot be read."""
+    text = text.strip()
+    scale = _SIZE_SUFFIXES.get(text[-1:].upper(), 1)
+    digits = text[:-1] if text[-1:].upper() in _SIZE_SUFFIXES else text
+    return int(digits) * scale if digits.isdigit() else None
+
+
+def _linux_caches(cache_dir: Path) -> list[dict[str, object]]:
+    """Return CPU 0's caches as listed in sysfs; an empty list when the folder is missing or unreadable."""
+    try:
+        indices = sorted(cache_dir.glob("index*"))
+    except OSError:
+        return []
+    caches = []
+    for index in indices:
+        level = _read_text(index / "level")
+        size = _read_text(index / "size")
+        if level is None or not level.isdigit() or size is None:
+            continue
+        caches.append(
+            {
+                "level": int(level),
+                "type": _read_text(index / "type"),
+                "size_bytes": _parse_size(size),
+                "shared_cpu_list": _read_text(index / "shared_cpu_list"),
+            }
+        )
+    return caches
+
+
+def _darwin_caches() -> list[dict[str, object]]:
+    """Return the caches macOS reports through sysctl (performance cores where it distinguishes them)."""
+    caches = []
+    for level, kind, names in (
+        (1, "Data", ("hw.perflevel0.l1dcachesize", "hw.l1dcachesize")),
+        (2, "Unified", ("hw.perflevel0.l2cachesize", "hw.l2cachesize")),
+        (3, "Unified", ("hw.l3cachesize",)),
+    ):
+        size = next((value for value in map(_sysctl, names) if value and value.isdigit()), None)
+        if size and int(size) > 0:
+            caches.append({"level": level, "type": kind, "size_bytes": int(size), "shared_cpu_list": None})
+    return caches
+
+
+def _sysctl(name: str) -> str | None:
+    """Return ``sysctl -n name`` (macOS), or None when the key or the tool is missing."""
+    try:
+        result = subprocess.run(
+            ["sysctl", "-n", name], capture_output=True, text=True, timeout=5, check=False
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if result.returncode != 0:
+        return None
+    return result.stdout.strip() or None

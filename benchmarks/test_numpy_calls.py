@@ -1,0 +1,217 @@
+"""The fixed cost of every numpy call: per-call time over array size, and many small calls against one big.
+
+Demo 3 of the lecture script as pytest-benchmark cases. ``ufunc_size`` times ``np.add(a, a, out=o)`` on
+float32 from 1 element (all fixed cost) to past the last-level cache (all memory traffic): the data the
+fixed-overhead law t(n) = t0 + n/r∞ is fitted to. ``many_vs_one`` adds the same 262,144 elements in 1 to
+1,024 pieces: with views made once outside the timing (the call cost alone) and with slicing inside the loop
+(what a user writes, as the lecture script does).
+
+Coordinates go to ``extra_info`` (``benchmarks/records.py``): ``n`` is the elements of one numpy call,
+``n_calls`` the numpy calls per timed call, ``bytes`` the bytes moved per timed call by STREAM convention
+(``a`` read once, ``o`` written once: 8 B per element and call; write-allocate traffic not counted),
+``flops`` one addition per element and call. Analysis divides by ``n_calls`` where it needs one call.
+
+Small sizes are timed as a loop of ``np.add(a, a, out=o)`` written as a user writes it (and as
+``python -m timeit`` runs it): pytest-benchmark's own loop calls ``function(*args, **kwargs)``, which adds
+~70 ns to a ~400 ns call (measured on a 2-vCPU Xeon VM), a fifth of the fixed cost this case is about.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+
+from benchmarks.provenance import collect_caches
+from benchmarks.records import record
+
+DTYPE = np.float32
+ITEM_BYTES = np.dtype(DTYPE).itemsize
+#: Bytes one element of ``np.add(a, a, out=o)`` touches: read from ``a``, written to ``o``.
+BYTES_PER_ELEMENT = 2 * ITEM_BYTES
+
+#: The lecture script's five sizes (1, 64, 4096, 262,144, 4,194,304) are among these: 4^0 … 4^11, then 2^24
+#: (a 128 MiB working set, past the last-level cache of laptops and most servers).
+SIZES = (*(4**k for k in range(12)), 2**24)
+QUICK_SIZES = (1, 16, 256, 4_096, 65_536, 262_144, 1_048_576, 2**24)
+
+#: numpy calls per timed call at most: with 64, pytest-benchmark's per-call overhead (~70 ns) adds ~1 ns.
+#: Sizes from 65,536 on take one call per timed call (the overhead is < 0.5 % of ≥ 15 µs there).
+MAX_CALLS = 64
+CALLS_BUDGET_ELEMENTS = 65_536
+
+#: Many small vs one big: 262,144 elements (a 2 MiB working set) in 1, 2, 4 … 1,024 pieces; the lecture
+#: script's 128 pieces among them.
+MANY_TOTAL = 262_144
+PIECES = tuple(2**k for k in range(11))
+QUICK_PIECES = (1, 16, 128, 1_024)
+VARIANTS = ("views", "slices")
+
+#: pytest-benchmark's own defaults for --benchmark-max-time / --benchmark-min-time; while an option has its
+#: default, this module sets the budget below instead, so an explicit value on the command line still wins.
+PB_DEFAULT_MAX_TIME_S = 1.0
+PB_DEFAULT_MIN_TIME_S = 5e-6
+#: Seconds of rounds per case: about 250 rounds (stable minimum and median); the full run stays < 1 min.
+MAX_TIME_S = 0.5
+QUICK_MAX_TIME_S = 0.1
+#: Seconds per round at least: the timer's own cost and jitter stay out of the per-call figure, and the saved
+#: raw samples (one per round) stay few: about 10,000 per full run, so 1,000 saved runs with raw samples
+#: load, fit and report in seconds (README, "Scale").
+ROUND_MIN_TIME_S = 2e-3
+
+_SEED = 20_240_605
+
+
+def dram_size(llc_bytes: int | None) -> int | None:
+    """Return a size whose ``np.add`` working set is at least twice the last-level cache, when 2^24's is not.
+
+    Some servers (and VMs that report the host's cache) have last-level caches beyond 64 MiB; without a size
+    past them analysis could not measure the per-element cost from DRAM. Elements, a multiple of 2^20 (the
+    smallest one that suffices, to keep the run short); ``None`` when 2^24 suffices or the cache is unknown.
+    """
+    if not llc_bytes or SIZES[-1] * BYTES_PER_ELEMENT >= 2 * llc_bytes:
+        return None
+    step = 2**20
+    return -(-2 * llc_bytes // (BYTES_PER_ELEMENT * step)) * step
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Parametrise the cases: the full sweep, or fewer sizes, pieces and seconds under ``--quick``."""
+    config = metafunc.config
+    quick = config.getoption("quick")
+    if metafunc.definition.name == "test_ufunc_size":
+        info: dict[str, object] = {}
+        collect_caches(info)
+        sizes = list(QUICK_SIZES if quick else SIZES)
+        extra = dram_size(info["llc_bytes"])
+        if extra is not None:
+            sizes.append(extra)
+        group = "ufunc_size: np.add(a, a, out=o) float32; id n<elements>-x<calls per timed call>"
+        mark = _timing_mark(config, quick, group=group)
+        metafunc.parametrize("n", [pytest.param(n, id=case_id(n), marks=mark) for n in sizes])
+    elif metafunc.definition.name == "test_many_vs_one":
+        params = [
+            pytest.param(
+                pieces,
+                variant,
+                id=f"{variant}-pieces{pieces}",
+                marks=_timing_mark(config, quick, group=f"many_vs_one: {MANY_TOTAL:,} float32 ({variant})"),
+            )
+            for variant in VARIANTS
+            for pieces in (QUICK_PIECES if quick else PIECES)
+        ]
+        metafunc.parametrize(("pieces", "variant"), params)
+
+
+def _timing_mark(config: pytest.Config, quick: bool, group: str) -> pytest.MarkDecorator:
+    """Return the ``benchmark`` mark of one case: its table group and the suite's time budget, except where
+    the command line set ``--benchmark-max-time`` / ``--benchmark-min-time`` itself."""
+    options: dict[str, object] = {"group": group}
+    if float(config.getoption("benchmark_max_time")) == PB_DEFAULT_MAX_TIME_S:
+        options["max_time"] = QUICK_MAX_TIME_S if quick else MAX_TIME_S
+    if float(config.getoption("benchmark_min_time")) == PB_DEFAULT_MIN_TIME_S:
+        options["min_time"] = ROUND_MIN_TIME_S
+    return pytest.mark.benchmark(**options)
+
+
+def _operands(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Return ``a`` (random, not all zeros or ones) and a preallocated output ``o``, float32, ``n`` each."""
+    a = np.random.default_rng(_SEED).random(n, dtype=DTYPE)
+    return a, np.empty_like(a)
+
+
+def _check(call: Callable[[], object], a: np.ndarray, o: np.ndarray) -> None:
+    """Run ``call`` once on a NaN-filled ``o`` and require o == 2·a everywhere, so a broken case fails.
+
+    ``np.array_equal`` rather than ``np.testing.assert_array_equal``, which takes seconds on 10^8 elements.
+    """
+    o.fill(np.nan)
+    call()
+    expected = a * DTYPE(2)
+    if not np.array_equal(o, expected):
+        wrong = np.flatnonzero(o != expected)
+        raise AssertionError(
+            f"np.add(a, a, out=o): {wrong.size:,} of {o.size:,} elements wrong, first at {wrong[0]}"
+        )
+
+
+def calls_per_round(n: int) -> int:
+    """Numpy calls per timed call for ``n`` elements: ``MAX_CALLS`` for small sizes, down to 1 from 65,536."""
+    return max(1, min(MAX_CALLS, CALLS_BUDGET_ELEMENTS // n))
+
+
+def case_id(n: int) -> str:
+    """The test id of size ``n``: elements and calls per timed call, e.g. "n1-x64" (the table shows the time
+    of all calls of a timed call)."""
+    return f"n{n}-x{calls_per_round(n)}"
+
+
+def _add_repeatedly(a: np.ndarray, o: np.ndarray, calls: int) -> None:
+    """``calls`` times ``np.add(a, a, out=o)``, spelled as in user code and in ``python -m timeit``."""
+    for _ in range(calls):
+        np.add(a, a, out=o)
+
+
+def test_ufunc_size(benchmark, n: int) -> None:
+    """``np.add(a, a, out=o)`` on ``n`` float32 elements: fixed cost plus ``n`` times the element cost."""
+    a, o = _operands(n)
+    calls = calls_per_round(n)
+    _check(lambda: _add_repeatedly(a, o, calls), a, o)
+    record(
+        benchmark,
+        case="ufunc_size",
+        device="cpu",
+        op="np.add",
+        dtype="float32",
+        n=n,
+        n_calls=calls,
+        bytes=calls * n * BYTES_PER_ELEMENT,
+        flops=calls * n,
+    )
+    benchmark(_add_repeatedly, a, o, calls)
+
+
+def _add_views(views: list[tuple[np.ndarray, np.ndarray]]) -> None:
+    """Add each (piece of a, piece of o) pair: the call cost alone, views made beforehand."""
+    for x, y in views:
+        np.add(x, x, out=y)
+
+
+def _add_slices(a: np.ndarray, o: np.ndarray, chunk: int, pieces: int) -> None:
+    """Add ``a`` into ``o`` piece by piece, slicing inside the loop as the lecture script does."""
+    for k in range(pieces):
+        np.add(
+            a[k * chunk : (k + 1) * chunk],
+            a[k * chunk : (k + 1) * chunk],
+            out=o[k * chunk : (k + 1) * chunk],
+        )
+
+
+def test_many_vs_one(benchmark, pieces: int, variant: str) -> None:
+    """Add 262,144 float32 elements in ``pieces`` calls: the same work, ``pieces`` times the fixed cost.
+
+    Recorded per numpy call (``n`` = 262,144 / pieces elements, ``n_calls`` = pieces), like ``ufunc_size``.
+    """
+    a, o = _operands(MANY_TOTAL)
+    chunk = MANY_TOTAL // pieces
+    if variant == "views":
+        views = [(a[k * chunk : (k + 1) * chunk], o[k * chunk : (k + 1) * chunk]) for k in range(pieces)]
+        target, args = _add_views, (views,)
+    else:
+        target, args = _add_slices, (a, o, chunk, pieces)
+    _check(lambda: target(*args), a, o)
+    record(
+        benchmark,
+        case="many_vs_one",
+        device="cpu",
+        op="np.add",
+        dtype="float32",
+        n=chunk,
+        pieces=pieces,
+        variant=variant,
+        n_calls=pieces,
+        bytes=MANY_TOTAL * BYTES_PER_ELEMENT,
+        flops=MANY_TOTAL,
+    )
+    benchmark(target, *args)

@@ -1,0 +1,134 @@
+"""analysis.compare: the hand-written Mann-Whitney U test against hand-computed values, and the machine
+comparison on a real saved run (a second machine made from it by a known factor)."""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from analysis.compare import (
+    MARK_BASELINE,
+    MARK_NO_DATA,
+    MARK_NOT_SIGNIFICANT,
+    MARK_SIGNIFICANT,
+    choose_baseline,
+    mann_whitney_u,
+    point_columns,
+    point_table,
+)
+from analysis.load import SUITE, load_runs
+
+DATA = Path(__file__).parent / "data"
+CPU_RUNS = sorted(DATA.glob("cpu-*.json"))
+
+
+def test_mann_whitney_fully_separated_samples() -> None:
+    # x = 1,2,3 below y = 4,5,6: rank sum of x = 6, U = 6 − 3·4/2 = 0, mean U = 4.5,
+    # σ² = 3·3/12 · 7 = 5.25, z = (0 − 4.5 + 0.5)/√5.25 = −1.745743, p = erfc(1.745743/√2) = 0.080856.
+    result = mann_whitney_u([1, 2, 3], [4, 5, 6])
+    assert result.u == 0
+    assert result.z == pytest.approx(-1.745743, abs=1e-6)
+    assert result.p_value == pytest.approx(0.080856, abs=1e-6)
+    assert result.effect == 0
+
+
+def test_mann_whitney_with_ties() -> None:
+    # Pooled 1,2,2,2,3,3,4,5: mid-ranks 1, 3,3,3, 5.5,5.5, 7, 8. Rank sum of x = 1+3+3+5.5 = 12.5,
+    # U = 12.5 − 10 = 2.5; ties t = 3 and 2 give Σ(t³−t) = 24 + 6 = 30; σ² = 16/12 · (9 − 30/56) = 11.285714;
+    # z = (2.5 − 8 + 0.5)/√11.285714 = −1.488351; p = 0.136658.
+    result = mann_whitney_u([1, 2, 2, 3], [2, 3, 4, 5])
+    assert result.u == 2.5
+    assert result.z == pytest.approx(-1.488351, abs=1e-6)
+    assert result.p_value == pytest.approx(0.136658, abs=1e-6)
+
+
+def test_mann_whitney_is_antisymmetric_and_handles_all_ties() -> None:
+    rng = np.random.default_rng(7)
+    x = rng.normal(0, 1, 40).round(1)
+    y = rng.normal(0.3, 1, 25).round(1)
+    forward, backward = mann_whitney_u(x, y), mann_whitney_u(y, x)
+    assert forward.u + backward.u == 40 * 25
+    assert forward.z == pytest.approx(-backward.z)
+    assert forward.p_value == pytest.approx(backward.p_value)
+    same = mann_whitney_u([5.0, 5.0, 5.0], [5.0, 5.0])
+    assert (same.u, same.z, same.p_value) == (3.0, 0.0, 1.0)
+    shifted = mann_whitney_u(np.arange(200.0), np.arange(200.0) + 100)
+    assert shifted.p_value < 1e-12
+
+
+def test_mann_whitney_rejects_empty_and_non_finite_samples() -> None:
+    with pytest.raises(ValueError, match="non-empty"):
+        mann_whitney_u([], [1.0])
+    with pytest.raises(ValueError, match="finite"):
+        mann_whitney_u([1.0, math.nan], [1.0])
+
+
+def test_choose_baseline() -> None:
+    machines = ["laptop / i7 / no GPU", "server / Xeon / NVIDIA H200"]
+    assert choose_baseline(machines, None) == machines[0]
+    assert choose_baseline(machines, "server") == machines[1]
+    with pytest.raises(ValueError, match="names no machine"):
+        choose_baseline(machines, "desktop")
+    with pytest.raises(ValueError, match="matches several"):
+        choose_baseline(machines, " / ")
+
+
+def slower_copy(doc: dict, host: str, factor: float) -> dict:
+    """``doc`` as if measured on ``host``, every sample and statistic multiplied by ``factor``."""
+    other = copy.deepcopy(doc)
+    ours = other["machine_info"].setdefault(SUITE, {})
+    ours["host"] = host
+    ours["machine_id"] = f"{host} / cpu / no GPU"
+    for bench in other["benchmarks"]:
+        stats = bench["stats"]
+        for key in ("min", "max", "mean", "stddev", "median", "iqr", "q1", "q3"):
+            stats[key] *= factor
+        if stats.get("data"):
+            stats["data"] = [x * factor for x in stats["data"]]
+    return other
+
+
+@pytest.fixture(scope="module")
+def two_machines(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    assert CPU_RUNS, f"no real CPU run (cpu-*.json) under {DATA}"
+    doc = json.loads(CPU_RUNS[0].read_text(encoding="utf-8"))
+    folder = tmp_path_factory.mktemp("storage")
+    (folder / "0001_a.json").write_text(json.dumps(doc), encoding="utf-8")
+    (folder / "0002_b.json").write_text(json.dumps(slower_copy(doc, "slow", 1.5)), encoding="utf-8")
+    (folder / "0003_c.json").write_text(json.dumps(slower_copy(doc, "same", 1.0)), encoding="utf-8")
+    return folder
+
+
+def test_point_table_ratios_and_marks(two_machines: Path) -> None:
+    frame = load_runs([two_machines], samples=True).frame
+    base = frame["machine_id"].iloc[0]
+    table = point_table(frame, baseline=None)
+    assert set(table["machine_id"]) == set(frame["machine_id"])
+    assert (table.loc[table["machine_id"] == base, "mark"] == MARK_BASELINE).all()
+    slow = table[table["machine_id"].str.startswith("slow")]
+    same = table[table["machine_id"].str.startswith("same")]
+    assert len(slow) == len(same) == len(frame) // 3
+    assert np.allclose(slow["ratio"], 1.5)
+    assert np.allclose(same["ratio"], 1.0)
+    # Identical samples are never significant; samples 1.5x slower are, at every point with 20+ rounds.
+    keys = point_columns(frame)
+    rounds = frame[frame["machine_id"] == base][[*keys, "rounds"]]
+    slow_rounds = slow.merge(rounds, on=keys, how="left")
+    assert len(slow_rounds) == len(slow)
+    assert (slow_rounds.loc[slow_rounds["rounds"] >= 20, "mark"] == MARK_SIGNIFICANT).all()
+    assert (same["mark"] == MARK_NOT_SIGNIFICANT).all()
+    assert (same["p_value"] == 1.0).all()
+
+
+def test_point_table_says_when_it_cannot_judge(two_machines: Path) -> None:
+    frame = load_runs([two_machines], samples=True).frame
+    frame.loc[frame["machine_id"].str.startswith("slow"), "data"] = None
+    table = point_table(frame, baseline="slow")
+    others = table[~table["machine_id"].str.startswith("slow")]
+    assert (others["mark"] == MARK_NO_DATA).all()
+    assert others["p_value"].isna().all()

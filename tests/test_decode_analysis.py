@@ -1,0 +1,188 @@
+"""``analysis/decode.py`` on synthetic frames: predicted bounds equal the model's, positions, bandwidths."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+
+from analysis.decode import DECODE_COLUMNS, decode_table, matvec_table, summary_section
+from analysis.host import HOST_COLUMNS
+from analysis.launch import FIT_COLUMNS
+from model.hardware import H200
+from model.launch import FUSED, UNFUSED, compose, compose_graph
+from model.llm import LLAMA32_1B
+from model.roofline import decode_step
+
+GPU_MACHINE, CPU_MACHINE = "gpu-box / Xeon / NVIDIA H200", "laptop / i7 / no GPU"
+LAUNCH_S, SYNC_S, NODE_S, GRAPH_S = 4e-6, 9e-6, 1.2e-6, 8e-6
+T0_S, COPY_BPS, TRIAD_BPS = 500e-9, 20e9, 24e9
+CTX = 1024
+STEP_BYTES = decode_step(LLAMA32_1B, H200, 1, CTX).bytes_total
+CPU_BYTES = 382_771_200
+
+
+def _gpu_step(plan, mode: str, median_s: float) -> dict[str, object]:
+    return {
+        "machine_id": GPU_MACHINE,
+        "gpu_name": "NVIDIA H200",
+        "case": "decode_step",
+        "device": "cuda",
+        "op": "decode_step",
+        "plan": plan.name,
+        "mode": mode,
+        "n_kernels": plan.n_kernels(LLAMA32_1B),
+        "bytes": STEP_BYTES,
+        "spec_bytes_per_s": H200.mem_bytes_per_s,
+        "gpu_time_s": median_s * 0.9,
+        "config": LLAMA32_1B.name,
+        "batch": 1,
+        "ctx": CTX,
+        "median": median_s,
+    }
+
+
+def _cpu_step(plan: str, n_calls: int, median_s: float) -> dict[str, object]:
+    return {
+        "machine_id": CPU_MACHINE,
+        "gpu_name": None,
+        "case": "decode_step",
+        "device": "cpu",
+        "op": "decode_step",
+        "plan": plan,
+        "n_calls": n_calls,
+        "bytes": CPU_BYTES,
+        "config": "tiny-llama-4L-1024",
+        "batch": 1,
+        "ctx": CTX,
+        "median": median_s,
+    }
+
+
+def _steps() -> pd.DataFrame:
+    return pd.DataFrame(
+        [
+            _gpu_step(UNFUSED, "eager", 1.5e-3),
+            _gpu_step(FUSED, "graph", 0.7e-3),
+            _cpu_step("unfused", 158, 40e-3),
+            _cpu_step("fused", 126, 15e-3),
+        ]
+    )
+
+
+def _launch_fits() -> pd.DataFrame:
+    values = {
+        "launch_s": LAUNCH_S,
+        "sync_round_trip_s": SYNC_S,
+        "graph_node_s": NODE_S,
+        "graph_launch_s": GRAPH_S,
+    }
+    rows = [
+        dict.fromkeys(FIT_COLUMNS, math.nan) | {"machine_id": GPU_MACHINE, "quantity": name, "value_s": value}
+        for name, value in values.items()
+    ]
+    return pd.DataFrame(rows, columns=list(FIT_COLUMNS))
+
+
+def _host_fits() -> pd.DataFrame:
+    row = dict.fromkeys(HOST_COLUMNS, math.nan) | {
+        "machine_id": CPU_MACHINE,
+        "t0_s": T0_S,
+        "copy_bytes_per_s": COPY_BPS,
+        "triad_bytes_per_s": TRIAD_BPS,
+    }
+    return pd.DataFrame([row], columns=list(HOST_COLUMNS))
+
+
+def _row(table: pd.DataFrame, plan: str, device: str) -> pd.Series:
+    match = table[(table["plan"] == plan) & (table["device"] == device)]
+    assert len(match) == 1
+    return match.iloc[0]
+
+
+def test_gpu_bounds_are_the_models() -> None:
+    table = decode_table(_steps(), host_fits=_host_fits(), launch_fits=_launch_fits())
+    work_s = decode_step(LLAMA32_1B, H200, 1, CTX).t_step
+    eager = _row(table, "unfused", "cuda")
+    composition = compose(work_s, UNFUSED.n_kernels(LLAMA32_1B), LAUNCH_S)
+    assert eager["work_s"] == pytest.approx(work_s)
+    assert eager["serial_s"] == pytest.approx(composition.serial_s + SYNC_S)
+    assert eager["overlapped_s"] == pytest.approx(composition.overlapped_s + SYNC_S)
+    graph = _row(table, "fused", "cuda")
+    composition = compose_graph(work_s, FUSED.n_kernels(LLAMA32_1B), NODE_S, GRAPH_S)
+    assert graph["serial_s"] == pytest.approx(composition.serial_s)
+    assert graph["overlapped_s"] == pytest.approx(composition.overlapped_s)
+    assert graph["ops_per_step"] == FUSED.n_kernels(LLAMA32_1B) == 131
+    assert graph["achieved_bytes_per_s"] == pytest.approx(STEP_BYTES / 0.7e-3)
+    assert graph["bandwidth_fraction"] == pytest.approx(STEP_BYTES / 0.7e-3 / H200.mem_bytes_per_s)
+    position = (0.7e-3 - composition.overlapped_s) / (composition.serial_s - composition.overlapped_s)
+    assert graph["position"] == pytest.approx(position)
+    assert graph["within_bounds"] == (0 <= position <= 1)
+
+
+def test_cpu_bounds_use_the_same_runs_host_fit() -> None:
+    table = decode_table(_steps(), host_fits=_host_fits(), launch_fits=_launch_fits())
+    row = _row(table, "unfused", "cpu")
+    work_s = CPU_BYTES / max(COPY_BPS, TRIAD_BPS)
+    assert row["work_s"] == pytest.approx(work_s)
+    assert row["serial_s"] == pytest.approx(work_s + 158 * T0_S)
+    assert row["overlapped_s"] == pytest.approx(max(work_s, 158 * T0_S))
+    assert row["reference_bytes_per_s"] == TRIAD_BPS
+    assert not row["within_bounds"] and row["position"] > 1  # 40 ms: above the serial bound
+    fused = _row(table, "fused", "cpu")
+    assert fused["ops_per_step"] == 126 and fused["position"] < 0  # 15 ms: below the overlapped bound
+
+
+def test_missing_fits_keep_the_measurement() -> None:
+    table = decode_table(_steps(), host_fits=_host_fits().iloc[0:0], launch_fits=_launch_fits().iloc[0:0])
+    assert list(table.columns) == list(DECODE_COLUMNS)
+    assert table["measured_s"].notna().all()
+    assert table["serial_s"].isna().all()
+    gpu = _row(table, "fused", "cuda")
+    assert gpu["work_s"] == pytest.approx(
+        decode_step(LLAMA32_1B, H200, 1, CTX).t_step
+    )  # roofline needs no fit
+
+
+def test_with_the_launch_suites_cases_fitted_in_place() -> None:
+    """decode_table(frame) fits the launch suite's rows of the same frame (analysis.launch.fit_launch)."""
+    launch_rows = []
+    for n in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024):
+        base = {"machine_id": GPU_MACHINE, "gpu_name": "NVIDIA H200", "device": "cuda", "n_kernels": n}
+        base |= {"op": "empty_kernel", "data": None}
+        launch_rows.append(base | {"case": "launch_batch", "mode": "eager", "median": SYNC_S + n * LAUNCH_S})
+        launch_rows.append(base | {"case": "graph_replay", "mode": "graph", "median": GRAPH_S + n * NODE_S})
+    frame = pd.concat([_steps(), pd.DataFrame(launch_rows)], ignore_index=True)
+    table = decode_table(frame, host_fits=_host_fits())
+    expected = decode_table(_steps(), host_fits=_host_fits(), launch_fits=_launch_fits())
+    for column in ("serial_s", "overlapped_s", "per_op_s", "fixed_s"):
+        pd.testing.assert_series_equal(table[column], expected[column], rtol=1e-6)
+
+
+def test_matvec_table_and_summary() -> None:
+    matvec = {
+        "machine_id": GPU_MACHINE,
+        "case": "decode_step",
+        "device": "cuda",
+        "op": "matvec",
+        "rows": 128_256,
+        "cols": 2048,
+        "bytes": 128_256 * 2048 * 2,
+        "gpu_time_s": 130e-6,
+        "spec_bytes_per_s": H200.mem_bytes_per_s,
+        "median": 140e-6,
+    }
+    frame = pd.concat([_steps(), pd.DataFrame([matvec])], ignore_index=True)
+    table = matvec_table(frame)
+    assert table["achieved_bytes_per_s"].iloc[0] == pytest.approx(128_256 * 2048 * 2 / 130e-6)
+    assert table["bandwidth_fraction"].iloc[0] == pytest.approx(128_256 * 2048 * 2 / 130e-6 / 4.8e12)
+    lines = summary_section(frame)
+    assert any("Decode step" in line for line in lines)
+    assert any("128,256 × 2,048" in line for line in lines)
+
+
+def test_summary_is_empty_without_decode_cases() -> None:
+    other = pd.DataFrame([{"machine_id": CPU_MACHINE, "case": "ufunc_size", "device": "cpu", "op": "np.add"}])
+    assert summary_section(other) == []
+    assert decode_table(other).empty

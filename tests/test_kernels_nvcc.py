@@ -1,0 +1,69 @@
+"""Every CUDA source in ``benchmarks/kernels`` compiles, so a syntax error is caught without a GPU.
+
+Each ``.cu`` file is compiled with ``nvcc`` to PTX for sm_90 (Hopper) with the options CuPy's ``RawModule``
+is given (``benchmarks.kernels.COMPILE_OPTIONS``), and every non-template ``__global__`` kernel must appear in
+the PTX under its plain name: ``RawModule.get_function`` finds kernels by that name, so they must be
+``extern "C"`` (a template kernel needs CuPy's ``name_expressions`` instead and is left out of that check).
+Where ``nvcc`` is not on PATH the compile check is skipped with that reason.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from benchmarks import kernels
+
+NVCC = shutil.which("nvcc")
+needs_nvcc = pytest.mark.skipif(
+    NVCC is None, reason="nvcc is not on PATH (the CUDA toolkit compiles kernels)"
+)
+
+_COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.DOTALL)
+_KERNEL = re.compile(
+    r"(template\s*<[^>]*>\s*)?(?:extern\s+\"C\"\s+)?__global__\s+void\s+"
+    r"(?:__launch_bounds__\s*\([^)]*\)\s*)?(\w+)\s*\("
+)
+_ENTRY = re.compile(r"\.entry\s+(\w+)\s*\(")
+
+
+def _kernels(source: str) -> set[str]:
+    """Names of the non-template ``__global__`` functions in ``source`` (template kernels are left out).
+
+    Raises ``AssertionError`` when some ``__global__`` is not parsed, so a declaration form this check does
+    not know is reported instead of silently skipped.
+    """
+    code = _COMMENT.sub("", source)
+    found = _KERNEL.findall(code)
+    assert len(found) == code.count("__global__"), "a __global__ declaration this test cannot parse"
+    return {name for template, name in found if not template}
+
+
+def test_the_launch_suite_kernels_are_there() -> None:
+    assert _kernels(kernels.source("launch")) == {"empty_kernel", "spin_kernel", "count_kernel"}
+
+
+def test_an_unknown_kernel_module_is_named_in_the_error() -> None:
+    with pytest.raises(
+        FileNotFoundError, match=r"no_such_module\.cu: no such kernel module \(known: .*launch"
+    ):
+        kernels.source("no_such_module")
+
+
+@needs_nvcc
+@pytest.mark.parametrize("path", kernels.source_paths(), ids=lambda path: path.name)
+def test_kernel_source_compiles_to_ptx_for_sm90(path: Path, tmp_path: Path) -> None:
+    ptx = tmp_path / f"{path.stem}.ptx"
+    command = [NVCC, "--ptx", "-arch=sm_90", *kernels.COMPILE_OPTIONS, "-o", str(ptx), str(path)]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, f"{path}: nvcc failed:\n{done.stderr}"
+    declared = _kernels(path.read_text(encoding="utf-8"))
+    exported = set(_ENTRY.findall(ptx.read_text(encoding="utf-8")))
+    missing = sorted(declared - exported)
+    assert not missing, (
+        f'{path}: kernels not exported under their plain names (declare them extern "C"): {missing}'
+    )

@@ -1,0 +1,277 @@
+"""``analysis.launch`` recovers known launch costs from a synthetic frame and holds them against the model.
+
+The frame is built here the way ``analysis.load`` lays a saved run out (one row per case, per-call medians in
+seconds, raw per-call samples in ``data``), from known parameters plus seeded multiplicative noise.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from analysis import launch
+from analysis.fit import CI_POINTS
+from model.launch import PLANS, compose, compose_graph
+from model.llm import LLAMA31_8B, LLAMA32_1B
+from model.roofline import decode_step
+
+N_KERNELS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
+ENQUEUE_N = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
+SPIN_NS = (0, 1_000, 2_000, 4_000, 8_000, 16_000, 32_000)
+SPIN_N = 256
+SAMPLES = 200
+NOISE = 0.01  # relative spread of each raw sample
+
+# Two machines with known parameters (seconds). Spin kernels: per-kernel time max(launch_s, d + spin_gap_s),
+# so the knee is launch_s − spin_gap_s.
+FAST = {
+    "launch_s": 4e-6,
+    "sync_round_trip_s": 12e-6,
+    "launch_sync_s": 18e-6,
+    "graph_node_s": 1.2e-6,
+    "graph_launch_s": 15e-6,
+    "enqueue_s": 2.5e-6,
+    "graph_enqueue_s": 3e-6,
+    "gpu_gap_s": 0.9e-6,
+    "sync_s": 1.5e-6,
+    "spin_gap_s": 1e-6,
+}
+SLOW = {key: 2 * value for key, value in FAST.items()}
+MACHINES = {"fast / cpu A / GPU A": FAST, "slow / cpu B / GPU B": SLOW}
+
+
+def _row(machine_id: str, rng: np.random.Generator, seconds: float, **coords: object) -> dict[str, object]:
+    samples = seconds * (1 + NOISE * rng.standard_normal(SAMPLES))
+    return {
+        "machine_id": machine_id,
+        "device": "cuda",
+        "median": float(np.median(samples)),
+        "data": samples.tolist(),
+        **coords,
+    }
+
+
+def _machine_rows(machine_id: str, p: dict[str, float], rng: np.random.Generator) -> list[dict[str, object]]:
+    rows = []
+    for n in N_KERNELS:
+        rows.append(
+            _row(
+                machine_id,
+                rng,
+                p["sync_round_trip_s"] + n * p["launch_s"],
+                case="launch_batch",
+                n_kernels=n,
+                mode="eager",
+            )
+        )
+        rows.append(
+            _row(machine_id, rng, n * p["launch_sync_s"], case="launch_sync_each", n_kernels=n, mode="eager")
+        )
+        rows.append(
+            _row(
+                machine_id,
+                rng,
+                p["graph_launch_s"] + n * p["graph_node_s"],
+                case="graph_replay",
+                n_kernels=n,
+                mode="graph",
+            )
+        )
+    for n in ENQUEUE_N:
+        gpu_time_s = (2e-6 + n * p["gpu_gap_s"]) * (1 + NOISE * rng.standard_normal())
+        rows.append(
+            _row(
+                machine_id,
+                rng,
+                0.2e-6 + n * p["enqueue_s"],
+                case="enqueue",
+                n_kernels=n,
+                mode="eager",
+                gpu_time_s=gpu_time_s,
+            )
+        )
+        rows.append(
+            _row(
+                machine_id,
+                rng,
+                p["graph_enqueue_s"],
+                case="enqueue",
+                n_kernels=n,
+                mode="graph",
+                gpu_time_s=gpu_time_s,
+            )
+        )
+    for kernel_ns in SPIN_NS:
+        d = kernel_ns * 1e-9
+        eager_s = SPIN_N * max(p["launch_s"], d + p["spin_gap_s"]) + p["sync_round_trip_s"]
+        graph_s = p["graph_enqueue_s"] + SPIN_N * (d + p["graph_node_s"]) + p["sync_round_trip_s"]
+        for mode, seconds in (("eager", eager_s), ("graph", graph_s)):
+            rows.append(
+                _row(machine_id, rng, seconds, case="spin", n_kernels=SPIN_N, kernel_ns=kernel_ns, mode=mode)
+            )
+    rows.append(_row(machine_id, rng, p["sync_s"], case="sync"))
+    return rows  # fmt: skip
+
+
+def _frame(machines: dict[str, dict[str, float]] = MACHINES, seed: int = 1) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame([row for mid, p in machines.items() for row in _machine_rows(mid, p, rng)])
+
+
+@pytest.fixture(scope="module")
+def frame() -> pd.DataFrame:
+    return _frame()
+
+
+@pytest.fixture(scope="module")
+def fits(frame: pd.DataFrame) -> pd.DataFrame:
+    return launch.fit_launch(frame)
+
+
+def _fit(fits: pd.DataFrame, machine_id: str, quantity: str) -> pd.Series:
+    match = fits[(fits["machine_id"] == machine_id) & (fits["quantity"] == quantity)]
+    assert len(match) == 1, f"{quantity} of {machine_id}: {len(match)} rows"
+    return match.iloc[0]
+
+
+def test_fit_launch_has_one_row_per_machine_and_quantity(fits: pd.DataFrame) -> None:
+    assert list(fits.columns) == list(launch.FIT_COLUMNS)
+    assert sorted(fits["machine_id"].unique()) == sorted(MACHINES)
+    for machine_id in MACHINES:
+        assert sorted(fits[fits["machine_id"] == machine_id]["quantity"]) == sorted(launch.QUANTITIES)
+
+
+@pytest.mark.parametrize("machine_id", sorted(MACHINES))
+@pytest.mark.parametrize("quantity", sorted(set(launch.QUANTITIES) - {"knee_s"}))
+def test_fit_launch_recovers_known_costs(fits: pd.DataFrame, machine_id: str, quantity: str) -> None:
+    row = _fit(fits, machine_id, quantity)
+    true = MACHINES[machine_id][quantity]
+    assert row["value_s"] == pytest.approx(true, rel=0.05)
+    assert row["ci_low_s"] <= row["value_s"] <= row["ci_high_s"]
+    assert row["ci_high_s"] - row["ci_low_s"] < 0.5 * true, "the interval is no real constraint"
+    assert row["note"] == ""
+
+
+@pytest.mark.parametrize("machine_id", sorted(MACHINES))
+def test_fit_launch_finds_the_knee(fits: pd.DataFrame, machine_id: str) -> None:
+    p = MACHINES[machine_id]
+    row = _fit(fits, machine_id, "knee_s")
+    assert row["value_s"] == pytest.approx(p["launch_s"] - p["spin_gap_s"], rel=0.05)
+    assert row["ci_low_s"] <= row["value_s"] <= row["ci_high_s"]
+
+
+def test_knee_parameters_is_exact_on_noise_free_points() -> None:
+    d = np.array([[0, 1, 2, 4, 8, 16, 32]], dtype=float) * 1e-6
+    per_kernel = np.maximum(4e-6, d + 1e-6)
+    flat, gap, knee = launch.knee_parameters(d, per_kernel)[0]
+    assert (flat, gap, knee) == pytest.approx((4e-6, 1e-6, 3e-6), rel=1e-9)
+
+
+def test_fits_without_raw_samples_bootstrap_over_points() -> None:
+    frame = _frame({"m": FAST}).assign(data=None)
+    fits = launch.fit_launch(frame)
+    row = _fit(fits, "m", "launch_s")
+    assert row["ci_method"] == CI_POINTS
+    assert row["value_s"] == pytest.approx(FAST["launch_s"], rel=0.05)
+
+
+def test_a_fit_that_cannot_be_made_says_why() -> None:
+    frame = _frame({"m": FAST})
+    frame = frame[~((frame["case"] == "launch_batch") & (frame["n_kernels"] > 2))]  # two points left
+    row = _fit(launch.fit_launch(frame), "m", "launch_s")
+    assert math.isnan(row["value_s"])
+    assert "points" in row["note"]
+
+
+def test_predict_spin_uses_the_model_bounds(frame: pd.DataFrame, fits: pd.DataFrame) -> None:
+    spin = launch.predict_spin(frame, fits)
+    assert list(spin.columns) == list(launch.SPIN_COLUMNS)
+    assert len(spin) == len(MACHINES) * len(SPIN_NS) * 2
+    for row in spin.itertuples(index=False):
+        fitted = {q: launch.fitted(fits, row.machine_id, q) for q in launch.QUANTITIES}
+        t_gpu_s = SPIN_N * row.kernel_ns * 1e-9
+        if row.mode == "eager":
+            bounds = compose(t_gpu_s, SPIN_N, fitted["launch_s"])
+        else:
+            bounds = compose_graph(t_gpu_s, SPIN_N, fitted["graph_node_s"], fitted["graph_enqueue_s"])
+        assert row.serial_s == pytest.approx(bounds.serial_s + fitted["sync_round_trip_s"], rel=1e-12)
+        assert row.overlapped_s == pytest.approx(bounds.overlapped_s + fitted["sync_round_trip_s"], rel=1e-12)
+        assert row.measured_per_kernel_s == pytest.approx(row.measured_s / SPIN_N, rel=1e-12)
+        assert row.error_vs_serial == pytest.approx((row.measured_s - row.serial_s) / row.serial_s)
+
+
+def test_predict_spin_eager_lies_between_the_bounds_and_graph_on_its_serial_bound(
+    frame: pd.DataFrame, fits: pd.DataFrame
+) -> None:
+    """The synthetic eager time N·max(L, d + g) + sync lies between max(N·d, N·L) + sync and N·(d + L) + sync
+    (g < L); the graph time is built as compose_graph's serial bound."""
+    spin = launch.predict_spin(frame, fits)
+    eager, graph = spin[spin["mode"] == "eager"], spin[spin["mode"] == "graph"]
+    tolerance = 0.03
+    assert (eager["measured_s"] >= eager["overlapped_s"] * (1 - tolerance)).all()
+    assert (eager["measured_s"] <= eager["serial_s"] * (1 + tolerance)).all()
+    assert graph["error_vs_serial"].abs().max() < tolerance
+
+
+def test_decode_with_measured_recomputes_demo2(fits: pd.DataFrame) -> None:
+    decode = launch.decode_with_measured(fits)
+    assert list(decode.columns) == list(launch.DECODE_COLUMNS)
+    for cfg in (LLAMA31_8B, LLAMA32_1B):
+        t_gpu_s = decode_step(cfg, launch.DEMO2_GPU, 1, 1024).t_step
+        for plan in PLANS.values():
+            n = plan.n_kernels(cfg)
+            rows = decode[(decode["config"] == cfg.name) & (decode["plan"] == plan.name)]
+            assumed = rows[rows["launch"] == "assumed"]
+            assert sorted(assumed["t_launch_s"]) == list(launch.ASSUMED_LAUNCH_S)
+            for row in assumed.itertuples(index=False):
+                assert row.serial_s == pytest.approx(compose(t_gpu_s, n, row.t_launch_s).serial_s)
+            for machine_id in MACHINES:
+                ours = rows[rows["machine_id"] == machine_id]
+                eager = ours[ours["launch"] == "measured eager"].iloc[0]
+                expected = compose(t_gpu_s, n, launch.fitted(fits, machine_id, "launch_s"))
+                assert (eager["serial_s"], eager["overlapped_s"]) == pytest.approx(
+                    (expected.serial_s, expected.overlapped_s)
+                )
+                graph = ours[ours["launch"] == "measured graph"].iloc[0]
+                node_s = launch.fitted(fits, machine_id, "graph_node_s")
+                graph_s = launch.fitted(fits, machine_id, "graph_enqueue_s")
+                expected = compose_graph(t_gpu_s, n, node_s, graph_s)
+                assert (graph["serial_s"], graph["t_graph_launch_s"]) == pytest.approx(
+                    (expected.serial_s, graph_s)
+                )
+
+
+def test_decode_without_measurements_is_the_lecture_table() -> None:
+    decode = launch.decode_with_measured(pd.DataFrame(columns=list(launch.FIT_COLUMNS)))
+    assert (decode["launch"] == "assumed").all()
+    assert len(decode) == 2 * len(PLANS) * len(launch.ASSUMED_LAUNCH_S)
+
+
+def test_summary_section_reports_each_machine(frame: pd.DataFrame) -> None:
+    lines = launch.summary_section(frame)
+    text = "\n".join(lines)
+    for machine_id in MACHINES:
+        assert machine_id in text
+    assert "cost per launch" in text
+    assert "4.00 µs" in text and "8.00 µs" in text  # each machine's cost per launch, formatted by model.units
+    assert "Llama-3.2-1B" in text
+
+
+def test_a_run_of_one_case_gives_its_figure_alone() -> None:
+    """A run of ``-k sync`` saves no ``mode``, ``n_kernels`` or ``kernel_ns`` column at all."""
+    frame = _frame({"m": FAST})
+    only_sync = frame[frame["case"] == "sync"].dropna(axis=1, how="all")
+    assert "mode" not in only_sync.columns
+    fits = launch.fit_launch(only_sync)
+    assert list(fits["quantity"]) == ["sync_s"]
+    assert launch.predict_spin(only_sync, fits).empty
+    assert any("synchronise an idle stream" in line for line in launch.summary_section(only_sync))
+
+
+def test_summary_section_is_empty_without_cuda_cases(frame: pd.DataFrame) -> None:
+    assert launch.summary_section(frame.iloc[0:0]) == []
+    assert launch.summary_section(frame.assign(device="cpu")) == []
+    assert launch.summary_section(pd.DataFrame({"case": ["ufunc_size"], "device": ["cpu"]})) == []

@@ -1,0 +1,155 @@
+"""benchmarks.provenance: every key present, missing sources tolerated, machine_id as load composes it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from analysis.load import machine_identity
+from benchmarks import provenance
+
+KEYS = {
+    "machine_id",
+    "host",
+    "platform",
+    "load_avg",
+    "cpu_model",
+    "logical_cpus",
+    "usable_cpus",
+    "governor",
+    "caches",
+    "llc_bytes",
+    "core_cache_bytes",
+    "numpy",
+    "blas",
+    "env",
+    "gpu",
+}
+
+
+@pytest.fixture
+def no_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(provenance.cuda, "gpu_info", lambda: None)
+
+
+def _fake_cpu0(root: Path, caches: list[tuple[str, str, str, str]], governor: str | None) -> Path:
+    """Write a sysfs-like cpu0 folder: ``caches`` as (level, type, size, shared_cpu_list) index folders."""
+    for number, (level, kind, size, shared) in enumerate(caches):
+        index = root / "cache" / f"index{number}"
+        index.mkdir(parents=True)
+        for name, text in (("level", level), ("type", kind), ("size", size), ("shared_cpu_list", shared)):
+            (index / name).write_text(text + "\n")
+    if governor is not None:
+        (root / "cpufreq").mkdir(parents=True)
+        (root / "cpufreq" / "scaling_governor").write_text(governor + "\n")
+    return root
+
+
+def test_every_key_is_present_and_the_result_is_json(no_gpu: None) -> None:
+    info = provenance.collect_machine_info()
+    assert set(info) == KEYS
+    assert info["gpu"] is None
+    assert isinstance(info["numpy"], str)
+    assert info["logical_cpus"] is None or info["logical_cpus"] >= 1
+    assert set(info["env"]) == set(provenance.THREAD_ENV_VARS)
+    json.dumps(info)  # pytest-benchmark saves it as JSON
+
+
+def test_machine_id_is_host_cpu_and_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(provenance.cuda, "gpu_info", lambda: None)
+    info = provenance.collect_machine_info()
+    assert info["machine_id"] == f"{info['host']} / {info['cpu_model']} / no GPU"
+    monkeypatch.setattr(provenance.cuda, "gpu_info", lambda: {"name": "NVIDIA H200", "sm_count": 132})
+    info = provenance.collect_machine_info()
+    assert info["machine_id"] == f"{info['host']} / {info['cpu_model']} / NVIDIA H200"
+    assert info["gpu"]["sm_count"] == 132
+
+
+def test_machine_id_matches_loads_fallback_for_runs_saved_without_it(no_gpu: None) -> None:
+    """A run saved without ``machine_info["launchbench"]`` gets the same id from pytest-benchmark's fields."""
+    info = provenance.collect_machine_info()
+    fallback = machine_identity({"node": info["host"], "cpu": {"brand_raw": info["cpu_model"]}})
+    assert fallback["machine_id"] == info["machine_id"]
+    assert machine_identity({"launchbench": info})["llc_bytes"] == info["llc_bytes"]
+
+
+def test_caches_and_governor_are_read_from_sysfs(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    cpu0 = _fake_cpu0(
+        tmp_path / "cpu0",
+        [
+            ("1", "Data", "48K", "0"),
+            ("1", "Instruction", "32K", "0"),
+            ("2", "Unified", "2048K", "0"),
+            ("3", "Unified", "36M", "0-15"),
+            ("4", "Unified", "garbage", "0-15"),  # unreadable size: kept, but not a size
+        ],
+        governor="performance",
+    )
+    monkeypatch.setattr(provenance, "CPU0_SYSFS", cpu0)
+    info: dict[str, object] = {}
+    provenance.collect_caches(info)
+    provenance.collect_cpu(info)
+    assert info["governor"] == "performance"
+    assert [cache["size_bytes"] for cache in info["caches"]] == [
+        48 * 1024,
+        32 * 1024,
+        2 * 2**20,
+        36 * 2**20,
+        None,
+    ]
+    assert info["caches"][3]["shared_cpu_list"] == "0-15"
+    assert info["llc_bytes"] == 36 * 2**20
+    assert info["core_cache_bytes"] == 2 * 2**20
+
+
+def test_a_single_cache_level_is_both_core_and_last_level(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    cpu0 = _fake_cpu0(tmp_path / "cpu0", [("1", "Data", "64K", "0"), ("1", "Instruction", "64K", "0")], None)
+    monkeypatch.setattr(provenance, "CPU0_SYSFS", cpu0)
+    info: dict[str, object] = {}
+    provenance.collect_caches(info)
+    assert info["llc_bytes"] == info["core_cache_bytes"] == 64 * 1024
+
+
+def test_unreadable_sysfs_leaves_none(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, no_gpu: None) -> None:
+    monkeypatch.setattr(provenance, "CPU0_SYSFS", tmp_path / "missing")
+    monkeypatch.setattr(provenance, "_darwin_caches", list)  # no sysctl fallback either
+    info = provenance.collect_machine_info()
+    assert set(info) == KEYS
+    assert info["governor"] is None
+    assert info["caches"] == []
+    assert info["llc_bytes"] is None
+    assert info["core_cache_bytes"] is None
+
+
+def test_every_file_source_unreadable(monkeypatch: pytest.MonkeyPatch, no_gpu: None) -> None:
+    """No /proc/cpuinfo, no sysfs: the CPU model falls back to ``platform``, the rest to None."""
+    monkeypatch.setattr(provenance, "_read_text", lambda path: None)
+    monkeypatch.setattr(provenance, "_darwin_caches", list)
+    monkeypatch.setattr(provenance, "_sysctl", lambda name: None)
+    monkeypatch.setattr(provenance.platform, "processor", lambda: "")
+    monkeypatch.setattr(provenance.platform, "machine", lambda: "x86_64")
+    info = provenance.collect_machine_info()
+    assert info["cpu_model"] == "x86_64"
+    assert info["governor"] is None
+    assert info["llc_bytes"] is None
+    assert info["machine_id"] == f"{info['host']} / x86_64 / no GPU"
+
+
+def test_thread_environment_is_recorded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")
+    monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
+    info: dict[str, object] = {}
+    provenance.collect_env(info)
+    assert info["env"]["OMP_NUM_THREADS"] == "3"
+    assert info["env"]["OPENBLAS_NUM_THREADS"] is None
+
+
+def test_blas_is_threadpoolctls_view() -> None:
+    info: dict[str, object] = {}
+    provenance.collect_numpy(info)
+    assert isinstance(info["blas"], list)
+    assert all("internal_api" in library and "num_threads" in library for library in info["blas"])
