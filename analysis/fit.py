@@ -21,7 +21,7 @@ import numpy.typing as npt
 from model.laws import half_performance_length
 
 DEFAULT_LEVEL = 0.95
-DEFAULT_N_BOOT = 2000
+DEFAULT_N_BOOT = 1000
 DEFAULT_SEED = 0
 
 CI_SAMPLES = "bootstrap over points and their raw samples"

@@ -11,7 +11,7 @@ From a frame of ``analysis.load`` (one or several runs), per ``machine_id``:
 Sizes between the two cache limits are left out of both fits: there the cost per element moves from the
 cache's to DRAM's (on VMs even below the reported last-level cache, which the machine shares with others).
 pytest-benchmark's figures are per timed call; ``ufunc_size`` times ``n_calls`` numpy calls per timed call
-and ``_per_numpy_call`` divides by it, the one place this family divides. ``many_vs_one`` stays a whole
+and ``per_numpy_call`` divides by it, the one place this family divides. ``many_vs_one`` stays a whole
 timed call (``pieces`` calls of ``n`` elements), held against t(N) + (pieces − 1)·t0 (see
 ``predict_many_vs_one``); ``host_bandwidth`` is one call.
 
@@ -117,7 +117,7 @@ def predict_many_vs_one(frame: pd.DataFrame, fits: pd.DataFrame) -> pd.DataFrame
     many = cpu[cpu["case"] == "many_vs_one"]
     laws = fits.dropna(subset=["t0_s", "r_inf_per_s"]).set_index("machine_id")
     sizes = cpu[cpu["case"] == "ufunc_size"]
-    seconds, _, _ = _per_numpy_call(sizes)
+    seconds, _, _ = per_numpy_call(sizes)
     one_call = seconds.groupby([sizes["machine_id"], sizes["n"]]).median()
     rows = []
     for (machine_id, variant, pieces, n), cases in many.groupby(
@@ -183,7 +183,7 @@ def _known(value: object) -> float | None:
     return None if math.isnan(number) else number
 
 
-def _per_numpy_call(rows: pd.DataFrame) -> tuple[pd.Series, pd.Series, list[np.ndarray] | None]:
+def per_numpy_call(rows: pd.DataFrame) -> tuple[pd.Series, pd.Series, list[np.ndarray] | None]:
     """Return (seconds, working-set bytes, raw samples or None) per numpy call of ``ufunc_size`` rows.
 
     The one place this family divides by ``n_calls`` (numpy calls per timed call; runs saved before it was
@@ -228,7 +228,7 @@ def _host_row(machine_id: str, rows: pd.DataFrame, level: float) -> dict[str, ob
     if core_cache is None or llc is None:
         row["fit_error"] = "cache sizes unknown (run saved without them): cannot tell cache from DRAM sizes"
         return row
-    seconds, working_set, samples = _per_numpy_call(sizes)
+    seconds, working_set, samples = per_numpy_call(sizes)
     in_cache = (working_set <= core_cache).to_numpy()
     try:
         law = fit_fixed_overhead(

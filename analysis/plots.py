@@ -20,6 +20,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, LogLocator
 
 from analysis.compare import Fits
+from analysis.host import per_numpy_call
 from model.laws import fixed_overhead_time
 from model.units import fmt_count, fmt_si, fmt_time
 
@@ -71,9 +72,9 @@ def _colors(machines: list[str]) -> dict[str, str]:
 
 
 def plot_time_vs_size(frame: pd.DataFrame, host: pd.DataFrame, out_dir: Path) -> list[Path]:
-    """``ufunc_size``: seconds per call against elements per call (log-log), the median over runs at each
-    size (bars: fastest to slowest run), and each machine's fitted law: t0 + n/r∞ over its in-cache sizes,
-    t0 + n·(DRAM cost per element) over its DRAM sizes, with n½ marked."""
+    """``ufunc_size``: seconds per numpy call against elements per call (log-log), the median over runs at
+    each size (bars: fastest to slowest run), and each machine's fitted law: t0 + n/r∞ over its in-cache
+    sizes, t0 + n·(DRAM cost per element) over its DRAM sizes, with n½ marked."""
     sizes = frame[(frame["case"] == "ufunc_size") & (frame["device"] == "cpu")] if "case" in frame else frame
     if sizes.empty:
         return []
@@ -82,10 +83,12 @@ def plot_time_vs_size(frame: pd.DataFrame, host: pd.DataFrame, out_dir: Path) ->
     figure = Figure(figsize=(_WIDTH_IN, _HEIGHT_IN), layout="constrained")
     ax = figure.add_subplot()
     fits = host.set_index("machine_id") if not host.empty else pd.DataFrame()
+    per_call_s = per_numpy_call(sizes)[0]
     for machine, rows in sizes.groupby("machine_id", sort=False):
         color = colors[machine]
-        # One point per size: the median over runs of each run's median, bars from the fastest to the slowest.
-        spread = rows.groupby("n")["median"].agg(["median", "min", "max"])
+        # One point per size: seconds per numpy call of each run's fastest round (the figure the law is fitted
+        # to), the median over runs, bars from the fastest to the slowest run.
+        spread = per_call_s[rows.index].groupby(rows["n"]).agg(["median", "min", "max"])
         ax.errorbar(
             spread.index,
             spread["median"],
@@ -129,7 +132,7 @@ def plot_time_vs_size(frame: pd.DataFrame, host: pd.DataFrame, out_dir: Path) ->
     ax.set_yscale("log")
     ax.minorticks_off()  # the grid follows the decades; minor ticks would double the drawing time
     _count_axis(ax.xaxis, "elements per call, n (float32)")
-    _time_axis(ax.yaxis, "time per call", sizes["median"])
+    _time_axis(ax.yaxis, "time per numpy call (fastest round)", per_call_s)
     ax.grid(True, which="major", alpha=0.3)
     ax.legend(fontsize=7, loc="upper left")
     ax.set_title(_machines_title("np.add(a, a, out=o): time per call vs size", machines), fontsize=9)

@@ -218,10 +218,10 @@ def _host_lines(fits: Fits, figures: dict[str, str]) -> list[str]:
         lines += [
             "### Many small calls vs one big",
             "",
-            "Measured time of the whole timed call (median over runs) beside the prediction: one call on all "
-            "N = pieces · n elements (measured above) plus t0 for each extra call, t(N) + (pieces − 1) · t0 "
-            "(the pieces' data lives where the whole array's does); where N was not measured, pieces · t(n) "
-            "from the law. Error = (predicted − measured) / measured.",
+            "Measured time of the whole timed call (each run's fastest round, median over runs) beside the "
+            "prediction: one call on all N = pieces · n elements (measured above) plus t0 for each extra "
+            "call, t(N) + (pieces − 1) · t0 (the pieces' data lives where the whole array's does); where N "
+            "was not measured, pieces · t(n) from the law. Error = (predicted − measured) / measured.",
             "",
         ]
         rows = [

@@ -253,7 +253,7 @@ def test_report_without_raw_samples_says_it_could_not_judge(tmp_path: Path) -> N
 
 
 def test_decode_section_of_a_real_cpu_decode_run(tmp_path: Path) -> None:
-    path = DATA / "decode-cpu-2core-quick.json"
+    path = DATA / "cpu-2core-full.json"  # the full CPU suite includes the decode step
     assert path.is_file(), f"no real CPU decode-step run at {path}"
     result = load_runs([path], samples=True)
     written = write_report(result, tmp_path, baseline=None)
