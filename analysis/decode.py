@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.host import fit_host
-from analysis.launch import fit_launch, fitted
+from analysis.launch import fit_launch, fitted, usable_cost
 from model.hardware import spec_for_device_name
 from model.launch import compose, compose_graph
 from model.llm import MODELS
@@ -224,7 +224,7 @@ def _gpu_prediction(row: dict[str, object], first: pd.Series, launch_fits: pd.Da
     if row["mode"] == "graph":
         node_s = fitted(launch_fits, machine_id, "graph_node_s")
         graph_s = fitted(launch_fits, machine_id, "graph_launch_s")
-        if not (_usable(node_s) and _usable(graph_s)):
+        if not (usable_cost(node_s) and usable_cost(graph_s)):
             return result
         composition = compose_graph(work_s, n_kernels, node_s, graph_s)
         result.update(
@@ -236,7 +236,7 @@ def _gpu_prediction(row: dict[str, object], first: pd.Series, launch_fits: pd.Da
         return result
     launch_s = fitted(launch_fits, machine_id, "launch_s")
     sync_s = fitted(launch_fits, machine_id, "sync_round_trip_s")
-    if not (_usable(launch_s) and _usable(sync_s)):
+    if not (usable_cost(launch_s) and usable_cost(sync_s)):
         return result
     composition = compose(work_s, n_kernels, launch_s)
     result.update(
@@ -246,10 +246,6 @@ def _gpu_prediction(row: dict[str, object], first: pd.Series, launch_fits: pd.Da
         overlapped_s=composition.overlapped_s + sync_s,
     )
     return result
-
-
-def _usable(value: float) -> bool:
-    return math.isfinite(value) and value >= 0
 
 
 def _finish(row: dict[str, object]) -> dict[str, object]:

@@ -24,14 +24,22 @@ figures compare with theirs; the bootstrap redraws it from the raw samples.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 
 import numpy as np
 import pandas as pd
 
 from analysis.fit import DEFAULT_LEVEL, OverheadFit, PerElementFit, fit_fixed_overhead, fit_per_element
 from model.laws import fixed_overhead_time
-from model.units import fmt_bytes, fmt_count, fmt_percent, fmt_rate, fmt_si, fmt_time
+from model.units import (
+    fmt_bytes,
+    fmt_count,
+    fmt_interval,
+    fmt_percent,
+    fmt_rate,
+    fmt_si,
+    fmt_signed_percent,
+    fmt_time,
+)
 
 #: A size counts as served from DRAM when its working set is at least this many times the last-level cache.
 DRAM_LLC_FACTOR = 2
@@ -296,20 +304,6 @@ def _bandwidths(rows: pd.DataFrame) -> dict[str, float]:
     return result
 
 
-def _interval(low: float, high: float, fmt: Callable[[float], str]) -> str:
-    if math.isnan(low) or math.isnan(high):
-        return "CI n/a"
-    return f"CI {fmt(low)} – {fmt(high)}"
-
-
-def _signed_percent(fraction: float) -> str:
-    """A relative error as "+12%" / "-7%" / "0%"."""
-    text = fmt_percent(fraction)
-    if text.lstrip("-") == "0%":
-        return "0%"
-    return "+" + text if fraction > 0 else text
-
-
 def _law_lines(fit: tuple) -> list[str]:
     """t0, per-element costs and n½ of one ``fit_host`` row (its error instead when the fit failed)."""
     if fit.fit_error is not None:
@@ -320,9 +314,9 @@ def _law_lines(fit: tuple) -> list[str]:
     lines = [
         f"  {fmt_percent(fit.level)} CIs by {fit.ci_method}",
         f"  t0, fixed cost per call  {fmt_time(fit.t0_s):>12}   "
-        f"{_interval(fit.t0_low_s, fit.t0_high_s, fmt_time)}",
+        f"CI {fmt_interval(fit.t0_low_s, fit.t0_high_s, fmt_time)}",
         f"  per element, in cache    {fmt_time(fit.cache_s_per_element):>12}   "
-        f"{_interval(fit.cache_s_per_element_low, fit.cache_s_per_element_high, fmt_time)}   "
+        f"CI {fmt_interval(fit.cache_s_per_element_low, fit.cache_s_per_element_high, fmt_time)}   "
         f"(r∞ = {fmt_si(fit.r_inf_per_s, 'elem/s')})",
         f"      law fitted on {len(sizes)} sizes, n = {fmt_count(sizes[0])} … {fmt_count(sizes[-1])}: "
         f"working set ≤ {fmt_bytes(fit.core_cache_bytes)} core cache",
@@ -330,7 +324,7 @@ def _law_lines(fit: tuple) -> list[str]:
     if fit.dram_points:
         lines += [
             f"  per element, from DRAM   {fmt_time(fit.dram_s_per_element):>12}   "
-            f"{_interval(fit.dram_s_per_element_low, fit.dram_s_per_element_high, fmt_time)}",
+            f"CI {fmt_interval(fit.dram_s_per_element_low, fit.dram_s_per_element_high, fmt_time)}",
             f"      at n = {', '.join(fmt_count(n) for n in fit.dram_sizes)}: "
             f"working set ≥ {DRAM_LLC_FACTOR} × {fmt_bytes(fit.llc_bytes)} LLC",
         ]
@@ -341,7 +335,7 @@ def _law_lines(fit: tuple) -> list[str]:
         )
     lines.append(
         f"  n½ = t0·r∞               {fmt_count(fit.n_half) + ' elem':>12}   "
-        f"{_interval(fit.n_half_low, fit.n_half_high, fmt_count)}: smaller calls are mostly fixed cost"
+        f"CI {fmt_interval(fit.n_half_low, fit.n_half_high, fmt_count)}: smaller calls are mostly fixed cost"
     )
     return lines
 
@@ -378,7 +372,7 @@ def _many_vs_one_lines(predictions: pd.DataFrame) -> list[str]:
                 case = table.loc[(pieces, variant)]
                 cells.append(
                     f"   {fmt_time(case['measured_s']):>17}  {fmt_time(case['predicted_s']):>9}  "
-                    f"{_signed_percent(case['rel_error']):>6}"
+                    f"{fmt_signed_percent(case['rel_error']):>6}"
                 )
             else:
                 cells.append(f"   {'':>17}  {'':>9}  {'':>6}")

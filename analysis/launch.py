@@ -165,6 +165,11 @@ def fitted(fits: pd.DataFrame, machine_id: str, quantity: str) -> float:
     return float(match["value_s"].iloc[0]) if not match.empty else math.nan
 
 
+def usable_cost(seconds: float) -> bool:
+    """Whether a ``fitted`` cost can enter a composition: finite and >= 0 (NaN = not fitted)."""
+    return math.isfinite(seconds) and seconds >= 0
+
+
 def predict_spin(frame: pd.DataFrame, fits: pd.DataFrame) -> pd.DataFrame:
     """Hold every ``spin`` row (N kernels of d ns) against ``model.launch``'s serial and overlapped bounds.
 
@@ -235,14 +240,14 @@ def decode_with_measured(
                 composition = compose(t_gpu_s, n_kernels, t_launch_s, batch)
                 rows.append(_decode_row(None, cfg, plan.name, "assumed", t_launch_s, math.nan, composition))
             for machine_id, launch_s, node_s, graph_s in measured:
-                if _usable(launch_s):
+                if usable_cost(launch_s):
                     composition = compose(t_gpu_s, n_kernels, launch_s, batch)
                     rows.append(
                         _decode_row(
                             machine_id, cfg, plan.name, "measured eager", launch_s, math.nan, composition
                         )
                     )
-                if _usable(node_s) and _usable(graph_s):
+                if usable_cost(node_s) and usable_cost(graph_s):
                     composition = compose_graph(t_gpu_s, n_kernels, node_s, graph_s, batch)
                     rows.append(
                         _decode_row(
@@ -455,10 +460,6 @@ def _knee_row(
     return _fit_row(machine_id, "knee_s", knee_s, (float(low), float(high)), level, method, n_points)
 
 
-def _usable(value: float) -> bool:
-    return math.isfinite(value) and value >= 0
-
-
 def _spin_composition(
     fits: pd.DataFrame, machine_id: str, mode: str, n_kernels: int, kernel_s: float
 ) -> tuple[float, float] | None:
@@ -471,12 +472,12 @@ def _spin_composition(
             fitted(fits, machine_id, "graph_node_s"),
             fitted(fits, machine_id, "graph_enqueue_s"),
         )
-        if not (_usable(node_s) and _usable(graph_s) and _usable(sync_s)):
+        if not (usable_cost(node_s) and usable_cost(graph_s) and usable_cost(sync_s)):
             return None
         composition = compose_graph(t_gpu_s, n_kernels, node_s, graph_s)
     else:
         launch_s = fitted(fits, machine_id, "launch_s")
-        if not (_usable(launch_s) and _usable(sync_s)):
+        if not (usable_cost(launch_s) and usable_cost(sync_s)):
             return None
         composition = compose(t_gpu_s, n_kernels, launch_s)
     return composition.serial_s + sync_s, composition.overlapped_s + sync_s

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, LogLocator
 
@@ -67,6 +68,12 @@ def _machines_title(title: str, machines: list[str]) -> str:
     return f"{title}\n" + "; ".join(machines)
 
 
+def _figure(height_in: float = _HEIGHT_IN) -> tuple[Figure, Axes]:
+    """A new figure of the report's width (``height_in`` inches tall, constrained layout) and its one axes."""
+    figure = Figure(figsize=(_WIDTH_IN, height_in), layout="constrained")
+    return figure, figure.add_subplot()
+
+
 def _colors(machines: list[str]) -> dict[str, str]:
     return {machine: f"C{index % 10}" for index, machine in enumerate(machines)}
 
@@ -80,8 +87,7 @@ def plot_time_vs_size(frame: pd.DataFrame, host: pd.DataFrame, out_dir: Path) ->
         return []
     machines = list(dict.fromkeys(sizes["machine_id"]))
     colors = _colors(machines)
-    figure = Figure(figsize=(_WIDTH_IN, _HEIGHT_IN), layout="constrained")
-    ax = figure.add_subplot()
+    figure, ax = _figure()
     fits = host.set_index("machine_id") if not host.empty else pd.DataFrame()
     per_call_s = per_numpy_call(sizes)[0]
     for machine, rows in sizes.groupby("machine_id", sort=False):
@@ -160,8 +166,7 @@ def plot_parity(
         predictions = predictions.assign(predicted_s=predictions[bounds[0]])
     machines = list(dict.fromkeys(predictions["machine_id"]))
     colors = _colors(machines)
-    figure = Figure(figsize=(_WIDTH_IN, _HEIGHT_IN), layout="constrained")
-    ax = figure.add_subplot()
+    figure, ax = _figure()
     values = [predictions["measured_s"], predictions["predicted_s"]]
     if bounds:
         values += [predictions[bounds[0]], predictions[bounds[1]]]
@@ -217,10 +222,7 @@ def plot_machines(table: pd.DataFrame, out_dir: Path) -> list[Path]:
     figures = list(dict.fromkeys(others["figure"]))
     machines = list(dict.fromkeys(others["machine_id"]))
     colors = _colors([baseline, *machines])
-    figure = Figure(
-        figsize=(_WIDTH_IN, 1.2 + 0.35 * len(figures) * max(1, len(machines))), layout="constrained"
-    )
-    ax = figure.add_subplot()
+    figure, ax = _figure(height_in=1.2 + 0.35 * len(figures) * max(1, len(machines)))
     height = 0.8 / len(machines)
     for index, machine in enumerate(machines):
         rows = others[others["machine_id"] == machine].set_index("figure")
@@ -261,8 +263,7 @@ def plot_knee(spin: pd.DataFrame, launch: pd.DataFrame, out_dir: Path) -> list[P
         return []
     machines = list(dict.fromkeys(spin["machine_id"]))
     colors = _colors(machines)
-    figure = Figure(figsize=(_WIDTH_IN, _HEIGHT_IN), layout="constrained")
-    ax = figure.add_subplot()
+    figure, ax = _figure()
     smallest = (
         spin.loc[spin["kernel_ns"] > 0, "kernel_ns"].min() * 1e-9 if (spin["kernel_ns"] > 0).any() else 1e-6
     )

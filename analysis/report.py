@@ -23,7 +23,15 @@ from analysis.compare import (
 )
 from analysis.load import LoadResult
 from analysis.plots import plot_all
-from model.units import fmt_count, fmt_percent, fmt_rate, fmt_si, fmt_time
+from model.units import (
+    fmt_count,
+    fmt_interval,
+    fmt_percent,
+    fmt_rate,
+    fmt_si,
+    fmt_signed_percent,
+    fmt_time,
+)
 
 #: Formatter of each unit a figure table uses.
 FORMATTERS: dict[str, Callable[[float], str]] = {
@@ -58,7 +66,7 @@ def _with_interval(value: float, low: float, high: float, unit: str) -> str:
     fmt = FORMATTERS[unit]
     if math.isnan(low) or math.isnan(high):
         return fmt(value)
-    return f"{fmt(value)} [{fmt(low)} – {fmt(high)}]"
+    return f"{fmt(value)} [{fmt_interval(low, high, fmt)}]"
 
 
 def _mark_text(mark: str, p_value: float) -> str:
@@ -232,7 +240,7 @@ def _host_lines(fits: Fits, figures: dict[str, str]) -> list[str]:
                 fmt_count(row.n),
                 fmt_time(row.measured_s),
                 fmt_time(row.predicted_s),
-                _signed_percent(row.rel_error),
+                fmt_signed_percent(row.rel_error, 1),
                 row.basis,
             ]
             for row in fits.many_vs_one.itertuples(index=False)
@@ -296,7 +304,7 @@ def _launch_lines(fits: Fits, figures: dict[str, str]) -> list[str]:
                     fmt_time(float(per_kernel_s(row.overlapped_s, n))),
                     fmt_time(float(per_kernel_s(row.serial_s, n))),
                     "yes" if row.within_bounds else "no",
-                    _signed_percent(row.error_vs_overlapped),
+                    fmt_signed_percent(row.error_vs_overlapped, 1),
                 ]
             )
         header = ["machine", "mode", "d", "N", "measured", "overlapped", "serial", "within", "vs overlapped"]
@@ -411,10 +419,6 @@ def _where(measured_s: float, overlapped_s: float, serial_s: float, position: fl
 
 def _maybe(value: float, fmt: Callable[[float], str]) -> str:
     return "n/a" if value is None or math.isnan(value) else fmt(value)
-
-
-def _signed_percent(fraction: float) -> str:
-    return ("+" if fraction > 0 else "") + fmt_percent(fraction, 1)
 
 
 def _figure_link(figures: dict[str, str], stem: str, caption: str) -> list[str]:

@@ -38,7 +38,11 @@ from benchmarks.decode_numpy import (
     DecodeWeights,
     KVCache,
     LayerWeights,
+    check_ctx,
+    draw_kv_cache,
+    draw_weights,
     rope_angles,
+    uniform_draw,
 )
 from model.launch import FUSED
 from model.llm import ModelConfig
@@ -149,53 +153,20 @@ def _check_shapes(cfg: ModelConfig, ctx: int) -> None:
             f"{cfg.name}: n_heads / n_kv_heads = {group} query heads per KV head, at most "
             f"{constants['ATT_MAX_GROUP']}"
         )
-    if not isinstance(ctx, int) or ctx < 1:
-        raise ValueError(f"ctx must be an integer >= 1, got {ctx!r}")
-
-
-def _device_uniform(rng: Any, shape: tuple[int, ...], std: float, mean: float = 0.0) -> Any:
-    """FP16 array of uniform random numbers with the given mean and standard deviation, drawn on the GPU."""
-    cupy = cupy_module()
-    values = rng.random(shape, dtype=cupy.float32)
-    values -= 0.5
-    values *= np.float32(std * math.sqrt(12.0))
-    values += np.float32(mean)
-    return values.astype(cupy.float16)
+    check_ctx(ctx)
 
 
 def random_weights_cuda(cfg: ModelConfig, seed: int = SEED) -> DecodeWeights:
-    """Random FP16 weights of ``cfg`` on the GPU (seeded, drawn there: no host copy of gigabytes), scaled as
-    ``decode_numpy.random_weights``: projections with standard deviation 1/sqrt(fan-in), norms near 1."""
-    rng = cupy_module().random.default_rng(seed)
-    d, q, kv, f = cfg.d_model, cfg.n_heads * cfg.d_head, cfg.n_kv_heads * cfg.d_head, cfg.d_ff
-    layers = tuple(
-        LayerWeights(
-            attn_norm=_device_uniform(rng, (d,), 0.1, mean=1.0),
-            wqkv=_device_uniform(rng, (q + 2 * kv, d), 1 / math.sqrt(d)),
-            wo=_device_uniform(rng, (d, q), 1 / math.sqrt(q)),
-            mlp_norm=_device_uniform(rng, (d,), 0.1, mean=1.0),
-            wgu=_device_uniform(rng, (2 * f, d), 1 / math.sqrt(d)),
-            wd=_device_uniform(rng, (d, f), 1 / math.sqrt(f)),
-        )
-        for _ in range(cfg.n_layers)
-    )
-    return DecodeWeights(
-        cfg=cfg,
-        embedding=_device_uniform(rng, (cfg.vocab, d), 1 / math.sqrt(d)),
-        layers=layers,
-        final_norm=_device_uniform(rng, (d,), 0.1, mean=1.0),
-    )
+    """Random FP16 weights of ``cfg`` on the GPU (seeded, drawn there: no host copy of gigabytes), laid out
+    and scaled by ``decode_numpy.draw_weights``, as the CPU step's."""
+    cupy = cupy_module()
+    return draw_weights(cfg, uniform_draw(cupy, seed, cupy.float16))
 
 
 def random_kv_cache_cuda(cfg: ModelConfig, ctx: int, seed: int = SEED + 1) -> KVCache:
     """An FP16 KV cache on the GPU, ``ctx`` positions per layer, random unit-variance keys and values."""
-    if not isinstance(ctx, int) or ctx < 1:
-        raise ValueError(f"ctx must be an integer >= 1, got {ctx!r}")
-    rng = cupy_module().random.default_rng(seed)
-    shape = (cfg.n_kv_heads, ctx, cfg.d_head)
-    keys = tuple(_device_uniform(rng, shape, 1.0) for _ in range(cfg.n_layers))
-    values = tuple(_device_uniform(rng, shape, 1.0) for _ in range(cfg.n_layers))
-    return KVCache(keys=keys, values=values)
+    cupy = cupy_module()
+    return draw_kv_cache(cfg, ctx, uniform_draw(cupy, seed, cupy.float16))
 
 
 def weights_to_host(weights: DecodeWeights) -> DecodeWeights:
@@ -242,6 +213,19 @@ def matvec_launch(name: str, weight: Any, x: Any, y: Any) -> KernelLaunch:
     )
 
 
+def elementwise_launch(name: str, kernel: str, n_threads: int, args: tuple[Any, ...]) -> KernelLaunch:
+    """A launch of the element-wise ``kernel`` of ``decode.cu``: one thread per element of ``n_threads``,
+    ``ELEMENTWISE_THREADS`` per block; it reads activations only (no weight or KV-cache bytes)."""
+    return KernelLaunch(
+        name=name,
+        kernel=kernels.kernel(MODULE, kernel),
+        grid=_blocks(n_threads, ELEMENTWISE_THREADS),
+        block=(ELEMENTWISE_THREADS,),
+        args=args,
+        bytes_read=0,
+    )
+
+
 def build_cuda_step(plan: str, weights: DecodeWeights, cache: KVCache, token: int) -> CudaDecodeStep:
     """Build the ``plan`` ("unfused" or "fused") step of ``weights`` (FP16, on the GPU) decoding ``token`` at
     position ``cache.ctx - 1``: its launch list and every buffer it writes (allocated here, once)."""
@@ -284,7 +268,6 @@ def build_cuda_step(plan: str, weights: DecodeWeights, cache: KVCache, token: in
     scale, eps = np.float32(1.0 / math.sqrt(dh)), np.float32(RMS_EPS)
 
     norm_block, norm_grid = (c["NORM_THREADS"],), (1,)
-    ew_block = (ELEMENTWISE_THREADS,)
     half_pairs = (n_q + n_kv) * dh // 2
 
     def norm(name: str, layer_norm: Any, add_residual: bool, first: bool) -> KernelLaunch:
@@ -299,9 +282,7 @@ def build_cuda_step(plan: str, weights: DecodeWeights, cache: KVCache, token: in
         return KernelLaunch(name, k("rmsnorm"), norm_grid, norm_block, args, layer_norm.nbytes)
 
     def residual() -> KernelLaunch:
-        return KernelLaunch(
-            "residual add", k("residual_add"), _blocks(d, ELEMENTWISE_THREADS), ew_block, (h, o, i32(d)), 0
-        )
+        return elementwise_launch("residual add", "residual_add", d, (h, o, i32(d)))
 
     def layer_launches(index: int, lw: LayerWeights, keys: Any, values: Any) -> list[KernelLaunch]:
         first = index == 0
@@ -331,13 +312,11 @@ def build_cuda_step(plan: str, weights: DecodeWeights, cache: KVCache, token: in
         out_proj = matvec_launch("output projection", lw.wo, attn, o)
         down = matvec_launch("down projection", lw.wd, act, o)
         if fused:
-            rope_kv = KernelLaunch(
+            rope_kv = elementwise_launch(
                 "RoPE + write KV",
-                k("rope_kv_write"),
-                _blocks(half_pairs + kv_width, ELEMENTWISE_THREADS),
-                ew_block,
+                "rope_kv_write",
+                half_pairs + kv_width,
                 (qkv, cos_t, sin_t, keys, values, i32(n_q), i32(n_kv), i32(dh), i32(ctx), i32(pos)),
-                0,
             )
             gate_up_silu = KernelLaunch(
                 "gate/up projection + SiLU × mul",
@@ -357,30 +336,14 @@ def build_cuda_step(plan: str, weights: DecodeWeights, cache: KVCache, token: in
                 gate_up_silu,
                 down,
             ]
-        rope = KernelLaunch(
-            "RoPE",
-            k("rope"),
-            _blocks(half_pairs, ELEMENTWISE_THREADS),
-            ew_block,
-            (qkv, cos_t, sin_t, i32(n_q + n_kv), i32(dh)),
-            0,
-        )
-        kv_write = KernelLaunch(
+        rope = elementwise_launch("RoPE", "rope", half_pairs, (qkv, cos_t, sin_t, i32(n_q + n_kv), i32(dh)))
+        kv_write = elementwise_launch(
             "write KV cache",
-            k("kv_write"),
-            _blocks(kv_width, ELEMENTWISE_THREADS),
-            ew_block,
+            "kv_write",
+            kv_width,
             (qkv, keys, values, i32(n_q), i32(n_kv), i32(dh), i32(ctx), i32(pos)),
-            0,
         )
-        silu = KernelLaunch(
-            "SiLU × mul",
-            k("silu_mul_kernel"),
-            _blocks(ff, ELEMENTWISE_THREADS),
-            ew_block,
-            (gu, act, i32(ff)),
-            0,
-        )
+        silu = elementwise_launch("SiLU × mul", "silu_mul_kernel", ff, (gu, act, i32(ff)))
         return [
             norm("RMSNorm", lw.attn_norm, add_residual=False, first=first),
             qkv_proj,

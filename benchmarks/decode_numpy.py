@@ -6,8 +6,9 @@ cost (t0): this module runs that step for real, so a laptop shows where a real s
 "bytes / bandwidth" and "bytes / bandwidth + calls × t0".
 
 Also here, because the GPU step (``benchmarks/decode_cuda.py``) and the tests share them: the weight layout
-(``DecodeWeights``), the KV cache (``KVCache``), RoPE's angles, and a float64 reference forward
-(``reference_logits``) that every plan, on every device, is checked against.
+(``DecodeWeights``), the KV cache (``KVCache``), their random contents (``draw_weights`` and
+``draw_kv_cache``: one layout, scaling and draw order for numpy and CuPy), RoPE's angles, and a float64
+reference forward (``reference_logits``) that every plan, on every device, is checked against.
 
 Conventions of the step (the reference defines them):
 
@@ -96,49 +97,73 @@ class KVCache:
         return int(self.keys[0].shape[1])
 
 
-def _uniform(rng: np.random.Generator, shape: tuple[int, ...], std: float, mean: float = 0.0) -> np.ndarray:
-    """Float32 array of uniform random numbers with the given mean and standard deviation (faster to draw
-    than normal numbers, and as good for a benchmark's operands)."""
-    values = rng.random(shape, dtype=np.float32)
-    values -= 0.5
-    values *= np.float32(std * math.sqrt(12.0))
-    values += np.float32(mean)
-    return values
+#: Draws a random array: ``draw(shape, std, mean)`` has the given shape, standard deviation and mean.
+Draw = Callable[[tuple[int, ...], float, float], Array]
 
 
-def random_weights(cfg: ModelConfig, seed: int = SEED) -> DecodeWeights:
-    """Random float32 weights of ``cfg`` (seeded, never zero), scaled so activations stay near unit size:
-    projection entries have standard deviation 1/sqrt(fan-in), norm weights are near 1."""
-    rng = np.random.default_rng(seed)
+def uniform_draw(xp: Any, seed: int, dtype: Any) -> Draw:
+    """A seeded ``Draw`` of uniform random numbers (faster to draw than normal numbers, and as good for a
+    benchmark's operands) made by the array module ``xp`` (numpy, or CuPy: drawn on the GPU), drawn in
+    float32 and stored as ``dtype``."""
+    rng = xp.random.default_rng(seed)
+
+    def draw(shape: tuple[int, ...], std: float, mean: float) -> Array:
+        values = rng.random(shape, dtype=xp.float32)
+        values -= 0.5
+        values *= np.float32(std * math.sqrt(12.0))
+        values += np.float32(mean)
+        return values.astype(dtype, copy=False)
+
+    return draw
+
+
+def draw_weights(cfg: ModelConfig, draw: Draw) -> DecodeWeights:
+    """Weights of ``cfg`` from ``draw``, scaled so activations stay near unit size: projection entries have
+    standard deviation 1/sqrt(fan-in), norm weights are near 1. The one layout and draw order of the random
+    weights of every device."""
     d, q, kv, f = cfg.d_model, cfg.n_heads * cfg.d_head, cfg.n_kv_heads * cfg.d_head, cfg.d_ff
     layers = tuple(
         LayerWeights(
-            attn_norm=_uniform(rng, (d,), 0.1, mean=1.0),
-            wqkv=_uniform(rng, (q + 2 * kv, d), 1 / math.sqrt(d)),
-            wo=_uniform(rng, (d, q), 1 / math.sqrt(q)),
-            mlp_norm=_uniform(rng, (d,), 0.1, mean=1.0),
-            wgu=_uniform(rng, (2 * f, d), 1 / math.sqrt(d)),
-            wd=_uniform(rng, (d, f), 1 / math.sqrt(f)),
+            attn_norm=draw((d,), 0.1, 1.0),
+            wqkv=draw((q + 2 * kv, d), 1 / math.sqrt(d), 0.0),
+            wo=draw((d, q), 1 / math.sqrt(q), 0.0),
+            mlp_norm=draw((d,), 0.1, 1.0),
+            wgu=draw((2 * f, d), 1 / math.sqrt(d), 0.0),
+            wd=draw((d, f), 1 / math.sqrt(f), 0.0),
         )
         for _ in range(cfg.n_layers)
     )
     return DecodeWeights(
         cfg=cfg,
-        embedding=_uniform(rng, (cfg.vocab, d), 1 / math.sqrt(d)),
+        embedding=draw((cfg.vocab, d), 1 / math.sqrt(d), 0.0),
         layers=layers,
-        final_norm=_uniform(rng, (d,), 0.1, mean=1.0),
+        final_norm=draw((d,), 0.1, 1.0),
     )
+
+
+def check_ctx(ctx: object) -> None:
+    """Refuse a context length that is not a whole number of positions >= 1, naming the value."""
+    if not isinstance(ctx, int) or ctx < 1:
+        raise ValueError(f"ctx must be an integer >= 1, got {ctx!r}")
+
+
+def draw_kv_cache(cfg: ModelConfig, ctx: int, draw: Draw) -> KVCache:
+    """A KV cache of ``ctx`` positions per layer, keys and values from ``draw`` with unit variance."""
+    check_ctx(ctx)
+    shape = (cfg.n_kv_heads, ctx, cfg.d_head)
+    keys = tuple(draw(shape, 1.0, 0.0) for _ in range(cfg.n_layers))
+    values = tuple(draw(shape, 1.0, 0.0) for _ in range(cfg.n_layers))
+    return KVCache(keys=keys, values=values)
+
+
+def random_weights(cfg: ModelConfig, seed: int = SEED) -> DecodeWeights:
+    """Random float32 weights of ``cfg`` (seeded, never zero), scaled as ``draw_weights`` says."""
+    return draw_weights(cfg, uniform_draw(np, seed, np.float32))
 
 
 def random_kv_cache(cfg: ModelConfig, ctx: int, seed: int = SEED + 1) -> KVCache:
     """A float32 KV cache of ``ctx`` positions per layer filled with random unit-variance keys and values."""
-    if not isinstance(ctx, int) or ctx < 1:
-        raise ValueError(f"ctx must be an integer >= 1, got {ctx!r}")
-    rng = np.random.default_rng(seed)
-    shape = (cfg.n_kv_heads, ctx, cfg.d_head)
-    keys = tuple(_uniform(rng, shape, 1.0) for _ in range(cfg.n_layers))
-    values = tuple(_uniform(rng, shape, 1.0) for _ in range(cfg.n_layers))
-    return KVCache(keys=keys, values=values)
+    return draw_kv_cache(cfg, ctx, uniform_draw(np, seed, np.float32))
 
 
 def rope_angles(d_head: int, pos: int, theta: float = ROPE_THETA) -> tuple[np.ndarray, np.ndarray]:

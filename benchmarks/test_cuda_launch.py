@@ -170,79 +170,116 @@ def _time_host(benchmark: Any, call: Submit, budget: _Budget) -> float:
     return call_s
 
 
-def _measure(benchmark: Any, call: Submit, submit: Submit, stream: Any, budget: _Budget) -> float:
-    """Time ``call()`` on the host (``_time_host``), then ``submit()`` with CUDA events.
+def _measure_and_record(
+    benchmark: Any, gpu: _Gpu, budget: _Budget, call: Submit, submit: Submit, **coords: Any
+) -> None:
+    """Time ``call()`` on the host (``_time_host``), then ``submit()`` with CUDA events, and record the case
+    (``coords``) on the "cuda" device with the CUDA-event median as ``gpu_time_s``, s per call.
 
     ``call`` is the timed unit and ends with a synchronise; ``submit`` is the same work without the final
-    synchronise (the end event is recorded in its place). Returns the CUDA-event median, s per call.
+    synchronise (the end event is recorded in its place).
     """
     call_s = _time_host(benchmark, call, budget)
-    return event_median_s(submit, stream, _event_rounds(budget, call_s))
+    gpu_time_s = event_median_s(submit, gpu.stream, _event_rounds(budget, call_s))
+    record(benchmark, device="cuda", **coords, gpu_time_s=gpu_time_s)
+
+
+def _submission(gpu: _Gpu, launch: Launch, n_kernels: int, mode: str) -> Submit:
+    """``n_kernels`` launches of ``launch``: back to back ("eager"), or one replay of them captured into a
+    CUDA graph ("graph"; captured and instantiated here, outside any timing)."""
+    if mode == "eager":
+        return eager(launch, n_kernels)
+    if mode == "graph":
+        return replay(capture(launch, n_kernels, gpu.stream), gpu.stream)
+    raise ValueError(f"mode must be 'eager' or 'graph', got {mode!r}")
+
+
+def _measure_submission(
+    benchmark: Any,
+    gpu: _Gpu,
+    budget: _Budget,
+    *,
+    case: str,
+    op: str,
+    launch: Launch,
+    mode: str,
+    n_kernels: int,
+    **coords: Any,
+) -> None:
+    """The cases that differ only in what they submit: ``n_kernels`` launches of ``launch`` in ``mode``
+    (``_submission``), timed with a synchronise after each submission, then recorded."""
+    submit = _submission(gpu, launch, n_kernels, mode)
+    _measure_and_record(
+        benchmark,
+        gpu,
+        budget,
+        then_sync(submit, gpu.stream),
+        submit,
+        case=case,
+        op=op,
+        mode=mode,
+        n_kernels=n_kernels,
+        **coords,
+    )
 
 
 @pytest.mark.benchmark(group="cuda launch_batch")
 def test_launch_batch(benchmark: Any, gpu: _Gpu, budget: _Budget, n_kernels: int) -> None:
-    submit = eager(gpu.empty, n_kernels)
-    gpu_time_s = _measure(benchmark, then_sync(submit, gpu.stream), submit, gpu.stream, budget)
-    record(
+    _measure_submission(
         benchmark,
+        gpu,
+        budget,
         case="launch_batch",
-        device="cuda",
         op="empty_kernel",
+        launch=gpu.empty,
         mode="eager",
         n_kernels=n_kernels,
-        gpu_time_s=gpu_time_s,
     )
 
 
 @pytest.mark.benchmark(group="cuda launch_sync_each")
 def test_launch_sync_each(benchmark: Any, gpu: _Gpu, budget: _Budget, n_kernels: int) -> None:
     submit = eager_sync_each(gpu.empty, n_kernels, gpu.stream)  # ends with a synchronise already
-    gpu_time_s = _measure(benchmark, submit, submit, gpu.stream, budget)
-    record(
+    _measure_and_record(
         benchmark,
+        gpu,
+        budget,
+        submit,
+        submit,
         case="launch_sync_each",
-        device="cuda",
         op="empty_kernel",
         mode="eager",
         n_kernels=n_kernels,
-        gpu_time_s=gpu_time_s,
     )
 
 
 @pytest.mark.benchmark(group="cuda graph_replay")
 def test_graph_replay(benchmark: Any, gpu: _Gpu, budget: _Budget, n_kernels: int) -> None:
-    submit = replay(capture(gpu.empty, n_kernels, gpu.stream), gpu.stream)
-    gpu_time_s = _measure(benchmark, then_sync(submit, gpu.stream), submit, gpu.stream, budget)
-    record(
+    _measure_submission(
         benchmark,
+        gpu,
+        budget,
         case="graph_replay",
-        device="cuda",
         op="empty_kernel",
+        launch=gpu.empty,
         mode="graph",
         n_kernels=n_kernels,
-        gpu_time_s=gpu_time_s,
     )
 
 
 @pytest.mark.benchmark(group="cuda spin")
 @pytest.mark.parametrize("mode", ["eager", "graph"])
 def test_spin(benchmark: Any, gpu: _Gpu, budget: _Budget, kernel_ns: int, mode: str) -> None:
-    launch = gpu.spin(kernel_ns)
-    if mode == "eager":
-        submit = eager(launch, SPIN_N_KERNELS)
-    else:
-        submit = replay(capture(launch, SPIN_N_KERNELS, gpu.stream), gpu.stream)
-    gpu_time_s = _measure(benchmark, then_sync(submit, gpu.stream), submit, gpu.stream, budget)
-    record(
+    _measure_submission(
         benchmark,
+        gpu,
+        budget,
         case="spin",
-        device="cuda",
         op="spin_kernel",
+        launch=gpu.spin(kernel_ns),
         mode=mode,
         n_kernels=SPIN_N_KERNELS,
         kernel_ns=kernel_ns,
-        gpu_time_s=gpu_time_s,
     )
 
 
@@ -250,10 +287,7 @@ def test_spin(benchmark: Any, gpu: _Gpu, budget: _Budget, kernel_ns: int, mode: 
 @pytest.mark.parametrize("mode", ["eager", "graph"])
 def test_enqueue(benchmark: Any, gpu: _Gpu, budget: _Budget, n_kernels: int, mode: str) -> None:
     stream = gpu.stream
-    if mode == "eager":
-        submit = eager(gpu.empty, n_kernels)
-    else:
-        submit = replay(capture(gpu.empty, n_kernels, gpu.stream), gpu.stream)
+    submit = _submission(gpu, gpu.empty, n_kernels, mode)
     probe_blocker = gpu.spin(_PROBE_BLOCK_NS)
 
     def probe_setup() -> None:

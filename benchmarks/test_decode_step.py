@@ -19,13 +19,13 @@ import itertools
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pytest
 
 from benchmarks.cuda import cupy_module, unavailable_reason
-from benchmarks.cuda_timing import event_median_s, replay, then_sync
+from benchmarks.cuda_timing import Submit, event_median_s, replay, then_sync
 from benchmarks.decode_numpy import (
     PLANS,
     TINY_LLAMA_4L,
@@ -37,6 +37,9 @@ from benchmarks.decode_numpy import (
 from benchmarks.records import record
 from model.hardware import spec_for_device_name
 from model.llm import LLAMA32_1B
+
+if TYPE_CHECKING:
+    from benchmarks.decode_cuda import CudaDecodeStep
 
 #: Context length (tokens in the KV cache) of every decode case.
 CTX = 1_024
@@ -64,6 +67,39 @@ def _assert_close(got: np.ndarray, expected: np.ndarray, tolerance: float, what:
     rms = float(np.sqrt(np.mean(np.square(expected, dtype=np.float64))))
     error = float(np.abs(got.astype(np.float64) - expected).max())
     assert error <= tolerance * rms, f"{what}: logits differ by {error:.3g} (RMS {rms:.3g})"
+
+
+def _record_step(
+    benchmark: Any,
+    step: NumpyDecodeStep | CudaDecodeStep,
+    *,
+    device: str,
+    dtype: str,
+    mode: str | None = None,
+    n_calls: int | None = None,
+    n_kernels: int | None = None,
+    spec_bytes_per_s: float | None = None,
+    gpu_time_s: float | None = None,
+) -> None:
+    """Record a whole-step case of either device: plan, bytes per step, model shape and context read from the
+    step itself, batch 1. Arguments left None do not apply to the device and stay absent."""
+    record(
+        benchmark,
+        case="decode_step",
+        device=device,
+        op="decode_step",
+        dtype=dtype,
+        plan=step.plan,
+        mode=mode,
+        n_calls=n_calls,
+        n_kernels=n_kernels,
+        bytes=step.bytes_per_step,
+        spec_bytes_per_s=spec_bytes_per_s,
+        gpu_time_s=gpu_time_s,
+        config=step.cfg.name,
+        batch=1,
+        ctx=step.ctx,
+    )
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -99,19 +135,7 @@ def test_cpu_decode_step(benchmark: Any, cpu_model: _CpuModel, plan: str) -> Non
     n_calls = step.count_calls()
     benchmark(step.run)
     _assert_close(step.logits, cpu_model.logits[plan], FP32_PLAN_TOLERANCE, f"{plan} after timing")
-    record(
-        benchmark,
-        case="decode_step",
-        device="cpu",
-        op="decode_step",
-        dtype="float32",
-        plan=plan,
-        n_calls=n_calls,
-        bytes=step.bytes_per_step,
-        config=TINY_LLAMA_4L.name,
-        batch=1,
-        ctx=CTX,
-    )
+    _record_step(benchmark, step, device="cpu", dtype="float32", n_calls=n_calls)
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -158,6 +182,15 @@ def gpu_model(request: pytest.FixtureRequest) -> Iterator[_GpuModel]:
     stream.synchronize()
 
 
+def _time_on_gpu(benchmark: Any, gpu_model: _GpuModel, submit: Submit) -> float:
+    """Time ``submit()`` followed by a synchronise on the host (pytest-benchmark: the module's rounds, one
+    call each, after one warm-up round), then ``submit()`` alone with CUDA events on the module's stream.
+    Returns the CUDA-event median, s per call."""
+    stream = gpu_model.stream
+    benchmark.pedantic(then_sync(submit, stream), rounds=gpu_model.rounds, iterations=1, warmup_rounds=1)
+    return event_median_s(submit, stream, gpu_model.event_rounds)
+
+
 @_needs_cuda
 @pytest.mark.benchmark(group="decode_step cuda")
 @pytest.mark.parametrize("mode", ["eager", "graph"])
@@ -173,24 +206,17 @@ def test_cuda_decode_step(benchmark: Any, gpu_model: _GpuModel, plan: str, mode:
     what = f"{plan}, {mode}"
     _assert_close(step.logits.get(), gpu_model.logits, FP16_PLAN_TOLERANCE, what)
     assert int(step.next_token.get()[0]) == int(np.argmax(step.logits.get())), f"{what}: sampling"
-    benchmark.pedantic(call, rounds=gpu_model.rounds, iterations=1, warmup_rounds=1)
-    gpu_time_s = event_median_s(submit, stream, gpu_model.event_rounds)
+    gpu_time_s = _time_on_gpu(benchmark, gpu_model, submit)
     _assert_close(step.logits.get(), gpu_model.logits, FP16_PLAN_TOLERANCE, f"{what} after timing")
-    record(
+    _record_step(
         benchmark,
-        case="decode_step",
+        step,
         device="cuda",
-        op="decode_step",
         dtype="float16",
-        plan=plan,
         mode=mode,
         n_kernels=step.n_kernels,
-        bytes=step.bytes_per_step,
         spec_bytes_per_s=gpu_model.spec_bytes_per_s,
         gpu_time_s=gpu_time_s,
-        config=LLAMA32_1B.name,
-        batch=1,
-        ctx=CTX,
     )
 
 
@@ -237,9 +263,7 @@ def test_cuda_matvec(benchmark: Any, gpu_model: _GpuModel, weight: str) -> None:
     scale = float(cupy.abs(expected).max())
     error = float(cupy.abs(y - expected).max())
     assert error <= 1e-3 * scale, f"matvec {weight} ({rows}×{cols}): error {error:.3g}, scale {scale:.3g}"
-    call = then_sync(submit, stream)
-    benchmark.pedantic(call, rounds=gpu_model.rounds, iterations=1, warmup_rounds=1)
-    gpu_time_s = event_median_s(submit, stream, gpu_model.event_rounds)
+    gpu_time_s = _time_on_gpu(benchmark, gpu_model, submit)
     record(
         benchmark,
         case="decode_step",

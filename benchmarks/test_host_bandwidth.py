@@ -12,6 +12,9 @@ so on hardware that performs it the reported bandwidth is below the bus's actual
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -58,8 +61,33 @@ def _require_equal(op: str, got: np.ndarray, expected: np.ndarray) -> None:
         raise AssertionError(f"{op}: {wrong.size:,} of {got.size:,} elements wrong, first at {wrong[0]}")
 
 
-def _rounds(config: pytest.Config) -> int:
-    return QUICK_ROUNDS if config.getoption("quick") else ROUNDS
+def _record_and_time(
+    benchmark: Any,
+    config: pytest.Config,
+    one_pass: Callable[..., object],
+    args: tuple[Any, ...],
+    *,
+    op: str,
+    arrays_moved: int,
+    n: int,
+    **coords: Any,
+) -> None:
+    """Record the case (``bytes``: STREAM's count, ``arrays_moved`` float64 arrays of ``n`` elements read or
+    written per pass), then time ``one_pass(*args)``. Each pass takes ~0.1 s, far above the timer's
+    resolution: fixed rounds (``ROUNDS``, or ``QUICK_ROUNDS`` with ``--quick``), one call each, after one
+    warm-up pass."""
+    record(
+        benchmark,
+        case="host_bandwidth",
+        device="cpu",
+        op=op,
+        dtype="float64",
+        n=n,
+        bytes=arrays_moved * ITEM_BYTES * n,
+        **coords,
+    )
+    rounds = QUICK_ROUNDS if config.getoption("quick") else ROUNDS
+    benchmark.pedantic(one_pass, args=args, rounds=rounds, warmup_rounds=1, iterations=1)
 
 
 @pytest.mark.benchmark(group=GROUP)
@@ -69,19 +97,7 @@ def test_copy(benchmark, arrays, pytestconfig: pytest.Config) -> None:
     a.fill(np.nan)
     np.copyto(a, b)
     _require_equal("copy", a, b)
-    n = a.size
-    record(
-        benchmark,
-        case="host_bandwidth",
-        device="cpu",
-        op="copy",
-        dtype="float64",
-        n=n,
-        bytes=2 * ITEM_BYTES * n,
-    )
-    # Each call takes ~0.1 s, far above the timer's resolution: fixed rounds, one warm-up pass.
-    rounds = _rounds(pytestconfig)
-    benchmark.pedantic(np.copyto, args=(a, b), rounds=rounds, warmup_rounds=1, iterations=1)
+    _record_and_time(benchmark, pytestconfig, np.copyto, (a, b), op="copy", arrays_moved=2, n=a.size)
 
 
 def _triad(blocks: list[tuple[np.ndarray, np.ndarray, np.ndarray]], scratch: np.ndarray) -> None:
@@ -102,15 +118,6 @@ def test_triad(benchmark, arrays, pytestconfig: pytest.Config) -> None:
     _triad(blocks, scratch)
     for a_block, b_block, c_block in blocks:
         _require_equal("triad", a_block, b_block + SCALAR * c_block)
-    record(
-        benchmark,
-        case="host_bandwidth",
-        device="cpu",
-        op="triad",
-        dtype="float64",
-        n=n,
-        bytes=3 * ITEM_BYTES * n,
-        flops=2 * n,
+    _record_and_time(
+        benchmark, pytestconfig, _triad, (blocks, scratch), op="triad", arrays_moved=3, n=n, flops=2 * n
     )
-    rounds = _rounds(pytestconfig)
-    benchmark.pedantic(_triad, args=(blocks, scratch), rounds=rounds, warmup_rounds=1, iterations=1)

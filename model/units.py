@@ -7,6 +7,7 @@ into text with a unit chosen by magnitude, only at the edge (CLI output, reports
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 # (symbol, scale) pairs, largest first: a value is shown in the largest unit that is not bigger than it.
 _TIME_UNITS = (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6), ("ns", 1e-9))
@@ -85,3 +86,20 @@ def fmt_percent(fraction: float, decimals: int | None = 0) -> str:
     if decimals is None:
         return f"{fraction * 100:g}%"
     return f"{fraction * 100:.{decimals}f}%"
+
+
+def fmt_signed_percent(fraction: float, decimals: int = 0) -> str:
+    """Format a relative error (a fraction) as a signed percentage: 0.12 → "+12%", -0.07 → "-7%"; a value
+    that rounds to zero has no sign ("0%", "0.0%")."""
+    text = fmt_percent(fraction, decimals)
+    if text.lstrip("-") == fmt_percent(0.0, decimals):
+        return fmt_percent(0.0, decimals)
+    return "+" + text if fraction > 0 else text
+
+
+def fmt_interval(low: float, high: float, fmt: Callable[[float], str]) -> str:
+    """Format the bounds of a confidence interval with ``fmt`` (e.g. ``fmt_time``): "4.00 µs – 4.03 µs";
+    "n/a" when a bound is NaN (no interval could be computed)."""
+    if math.isnan(low) or math.isnan(high):
+        return "n/a"
+    return f"{fmt(low)} – {fmt(high)}"

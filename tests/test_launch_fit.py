@@ -57,53 +57,18 @@ def _row(machine_id: str, rng: np.random.Generator, seconds: float, **coords: ob
 def _machine_rows(machine_id: str, p: dict[str, float], rng: np.random.Generator) -> list[dict[str, object]]:
     rows = []
     for n in N_KERNELS:
-        rows.append(
-            _row(
-                machine_id,
-                rng,
-                p["sync_round_trip_s"] + n * p["launch_s"],
-                case="launch_batch",
-                n_kernels=n,
-                mode="eager",
-            )
-        )
-        rows.append(
-            _row(machine_id, rng, n * p["launch_sync_s"], case="launch_sync_each", n_kernels=n, mode="eager")
-        )
-        rows.append(
-            _row(
-                machine_id,
-                rng,
-                p["graph_launch_s"] + n * p["graph_node_s"],
-                case="graph_replay",
-                n_kernels=n,
-                mode="graph",
-            )
-        )
+        for case, mode, seconds in (
+            ("launch_batch", "eager", p["sync_round_trip_s"] + n * p["launch_s"]),
+            ("launch_sync_each", "eager", n * p["launch_sync_s"]),
+            ("graph_replay", "graph", p["graph_launch_s"] + n * p["graph_node_s"]),
+        ):
+            rows.append(_row(machine_id, rng, seconds, case=case, n_kernels=n, mode=mode))
     for n in ENQUEUE_N:
         gpu_time_s = (2e-6 + n * p["gpu_gap_s"]) * (1 + NOISE * rng.standard_normal())
-        rows.append(
-            _row(
-                machine_id,
-                rng,
-                0.2e-6 + n * p["enqueue_s"],
-                case="enqueue",
-                n_kernels=n,
-                mode="eager",
-                gpu_time_s=gpu_time_s,
+        for mode, seconds in (("eager", 0.2e-6 + n * p["enqueue_s"]), ("graph", p["graph_enqueue_s"])):
+            rows.append(
+                _row(machine_id, rng, seconds, case="enqueue", n_kernels=n, mode=mode, gpu_time_s=gpu_time_s)
             )
-        )
-        rows.append(
-            _row(
-                machine_id,
-                rng,
-                p["graph_enqueue_s"],
-                case="enqueue",
-                n_kernels=n,
-                mode="graph",
-                gpu_time_s=gpu_time_s,
-            )
-        )
     for kernel_ns in SPIN_NS:
         d = kernel_ns * 1e-9
         eager_s = SPIN_N * max(p["launch_s"], d + p["spin_gap_s"]) + p["sync_round_trip_s"]

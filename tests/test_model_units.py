@@ -4,7 +4,17 @@ import math
 
 import pytest
 
-from model.units import fmt_bytes, fmt_count, fmt_flop_rate, fmt_percent, fmt_rate, fmt_si, fmt_time
+from model.units import (
+    fmt_bytes,
+    fmt_count,
+    fmt_flop_rate,
+    fmt_interval,
+    fmt_percent,
+    fmt_rate,
+    fmt_si,
+    fmt_signed_percent,
+    fmt_time,
+)
 
 
 @pytest.mark.parametrize(
@@ -40,6 +50,17 @@ def test_fmt_time_picks_unit_by_magnitude(seconds: float, text: str) -> None:
         (fmt_percent(0.406), "41%"),
         (fmt_percent(0.0108, 1), "1.1%"),
         (fmt_percent(0.0001, None), "0.01%"),
+        (fmt_signed_percent(0.12), "+12%"),
+        (fmt_signed_percent(-0.07), "-7%"),
+        (fmt_signed_percent(0.0), "0%"),
+        (fmt_signed_percent(0.004), "0%"),  # rounds to zero: no sign
+        (fmt_signed_percent(-0.004), "0%"),
+        (fmt_signed_percent(0.0123, 1), "+1.2%"),
+        (fmt_signed_percent(-0.0004, 1), "0.0%"),
+        (fmt_interval(4.0e-6, 4.03e-6, fmt_time), "4.00 µs – 4.03 µs"),
+        (fmt_interval(100, 2500, fmt_count), "100 – 2,500"),
+        (fmt_interval(math.nan, 1e-6, fmt_time), "n/a"),
+        (fmt_interval(1e-6, math.nan, fmt_time), "n/a"),
     ],
 )
 def test_formatters(formatted: str, text: str) -> None:

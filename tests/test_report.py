@@ -70,24 +70,11 @@ def synthetic_gpu_run(seed: int = 0) -> dict:
         )
 
     for n in (2**k for k in range(11)):
-        add(
-            f"batch[{n}]",
-            ROUND_TRIP_S + n * LAUNCH_S,
-            case="launch_batch",
-            op="empty_kernel",
-            mode="eager",
-            n_kernels=n,
-            gpu_time_s=n * 1e-6,
-        )
-        add(
-            f"graph[{n}]",
-            GRAPH_LAUNCH_S + n * GRAPH_NODE_S,
-            case="graph_replay",
-            op="empty_kernel",
-            mode="graph",
-            n_kernels=n,
-            gpu_time_s=n * 1e-6,
-        )
+        for name, per_call_s, case, mode in (
+            (f"batch[{n}]", ROUND_TRIP_S + n * LAUNCH_S, "launch_batch", "eager"),
+            (f"graph[{n}]", GRAPH_LAUNCH_S + n * GRAPH_NODE_S, "graph_replay", "graph"),
+        ):
+            add(name, per_call_s, case=case, op="empty_kernel", mode=mode, n_kernels=n, gpu_time_s=n * 1e-6)
     add("sync", SYNC_S, case="sync", op="synchronize")
     for d_ns in (0, 1000, 2000, 4000, 8000, 16000, 32000):
         per_kernel_s = max(LAUNCH_S, d_ns * 1e-9 + SPIN_GAP_S)
