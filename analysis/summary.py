@@ -6,21 +6,22 @@ so the summary and the report of a saved run agree.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pandas as pd
 
 from analysis import decode, host, launch
+
+#: The families' section functions, each ``(frame) -> lines`` and empty when its cases are absent.
+SECTIONS: tuple[Callable[[pd.DataFrame], list[str]], ...] = (
+    host.summary_section,
+    launch.summary_section,
+    decode.summary_section,
+)
 
 
 def summary_lines(frame: pd.DataFrame) -> list[str]:
     """Return the summary lines of every family measured in ``frame``; none when nothing was measured."""
     if frame.empty:
         return []
-    lines: list[str] = []
-    for section in _sections():
-        lines.extend(section(frame))
-    return lines
-
-
-def _sections():
-    """The families' section functions, each ``(frame) -> list[str]`` and empty when its cases are absent."""
-    return (host.summary_section, launch.summary_section, decode.summary_section)
+    return [line for section in SECTIONS for line in section(frame)]
