@@ -244,7 +244,8 @@ def test_cuda_matvec(benchmark: Any, gpu_model: _GpuModel, weight: str) -> None:
     rows, cols = MATVEC_SHAPES[weight]
     rng = cupy.random.default_rng(rows + cols)
     matrix_bytes = rows * cols * 2
-    l2_bytes = cupy.cuda.Device().attributes["L2CacheSize"]
+    runtime = cupy.cuda.runtime
+    l2_bytes = runtime.deviceGetAttribute(runtime.cudaDevAttrL2CacheSize, cupy.cuda.Device().id)
     copies = max(1, math.ceil(MATVEC_L2_FACTOR * l2_bytes / matrix_bytes))
     matrices = [
         (rng.random((rows, cols), dtype=cupy.float32) - 0.5).astype(cupy.float16) for _ in range(copies)

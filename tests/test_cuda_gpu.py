@@ -34,6 +34,9 @@ SPIN_NS = 100_000
 SPIN_TOLERANCE = 0.05
 REPEATS = 21
 COUNTS = (1, 7, 256)
+# The benchmark's shortest nonzero spin is 1 µs: a %globaltimer step above a tenth of it makes short spins
+# more than 10 % off their requested duration.
+TIMER_STEP_MAX_NS = 100
 # Longer than any enqueue below takes on the host, so the launches queue up behind it.
 BLOCK_NS = 20_000_000
 # Long enough for the host to queue one launch and an event behind it.
@@ -78,6 +81,17 @@ def test_spin_kernel_lasts_its_duration_by_events(stream: Any) -> None:
     event_times_s(submit, stream, 3, before=hold)  # warm up: compile, load, first launch
     median_s = statistics.median(event_times_s(submit, stream, REPEATS, before=hold))
     assert median_s == pytest.approx(SPIN_NS * 1e-9, rel=SPIN_TOLERANCE)
+
+
+def test_globaltimer_resolves_short_spins(stream: Any) -> None:
+    """The spin kernel's ruler, %globaltimer, advances in steps fine enough for the 1 µs spins of the
+    ``spin`` case. PTX calls it a nanosecond timer but does not promise its update rate, which is reported
+    to be as coarse as a microsecond on some GPUs: that would make short spins end up to a step early."""
+    cupy = cupy_module()
+    step_ns = cupy.zeros(1, dtype=cupy.uint64)
+    Launch(kernels.kernel("launch", "timer_step_kernel"), (step_ns,))()
+    stream.synchronize()
+    assert 0 < int(step_ns.get()[0]) <= TIMER_STEP_MAX_NS
 
 
 def test_spin_kernel_lasts_its_duration_by_host_timer(stream: Any) -> None:

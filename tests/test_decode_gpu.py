@@ -366,11 +366,22 @@ def test_graph_replays_repeat_the_step(cuda_stream: Any, plan) -> None:
     weights = random_weights_cuda(TINY)
     step = build_cuda_step(plan.name, weights, random_kv_cache_cuda(TINY, TINY_CTX), TOKEN)
     graph = capture_step(step, cuda_stream)
+    attention = next(launch for launch in step.launches if launch.name == "attention")
+    attention_out, counters = attention.args[7], (attention.args[6], step.launches[-1].args[4])
     results = []
-    for _ in range(3):  # the in-kernel counters must be back at 0 after every replay
+    for _ in range(3):
+        # Stale outputs must not survive a replay: attention writes its output, and sampling its token, only
+        # in the block that finds the in-kernel counter at its last value, so a counter left above 0 by the
+        # previous replay would leave these NaN / -1.
+        attention_out.fill(np.nan)
+        step.next_token.fill(-1)
         graph.launch(cuda_stream)
         cuda_stream.synchronize()
-        results.append(step.logits.get())
+        assert all(int(counter.sum()) == 0 for counter in counters), "in-kernel counters not reset"
+        logits = step.logits.get()
+        assert np.isfinite(logits).all(), "attention output not rewritten by the replay"
+        assert int(step.next_token.get()[0]) == int(np.argmax(logits)), "sampling not rewritten by the replay"
+        results.append(logits)
     np.testing.assert_array_equal(results[0], results[1])
     np.testing.assert_array_equal(results[0], results[2])
 

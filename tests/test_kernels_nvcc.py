@@ -44,7 +44,12 @@ def _kernels(source: str) -> set[str]:
 
 
 def test_the_launch_suite_kernels_are_there() -> None:
-    assert _kernels(kernels.source("launch")) == {"empty_kernel", "spin_kernel", "count_kernel"}
+    assert _kernels(kernels.source("launch")) == {
+        "empty_kernel",
+        "spin_kernel",
+        "timer_step_kernel",
+        "count_kernel",
+    }
 
 
 def test_an_unknown_kernel_module_is_named_in_the_error() -> None:

@@ -24,6 +24,21 @@ extern "C" __global__ void spin_kernel(unsigned long long duration_ns) {
     }
 }
 
+// Writes to *step_ns the smallest advance of %globaltimer seen over 64 advances: the resolution of the
+// ruler spin_kernel uses (a spin can be off by up to one step). Launch one thread.
+extern "C" __global__ void timer_step_kernel(unsigned long long* step_ns) {
+    unsigned long long smallest = ~0ULL, last = globaltimer_ns();
+    for (int advances = 0; advances < 64;) {
+        const unsigned long long now = globaltimer_ns();
+        if (now != last) {
+            smallest = now - last < smallest ? now - last : smallest;
+            last = now;
+            ++advances;
+        }
+    }
+    *step_ns = smallest;
+}
+
 // Adds 1 to *counter: a kernel with a visible effect, so every submission mode can prove how many of its
 // kernels really ran. Launch one thread.
 extern "C" __global__ void count_kernel(unsigned long long* counter) {
