@@ -265,9 +265,10 @@ def _fraction(value: float) -> str:
     return "n/a" if not math.isfinite(value) else fmt_percent(value)
 
 
-def _where(row: object) -> str:
-    """Where the measurement falls: "inside (position)" between the bounds, else how many times the nearer
-    bound it is ("above: 4.3× serial", "below: 0.8× overlapped")."""
+def where(row: object) -> str:
+    """Where a ``decode_table`` row's measurement falls: "inside (position)" between the bounds (0 = at the
+    overlapped one, 1 = at the serial one), else how many times the nearer bound it is ("above: 4.3× serial",
+    "below: 0.8× overlapped"). The terminal summary and the report both print this."""
     if not (math.isfinite(row.overlapped_s) and math.isfinite(row.serial_s)):
         return "no prediction"
     if row.within_bounds:
@@ -306,7 +307,7 @@ def _device_lines(device: str, rows: pd.DataFrame) -> list[str]:
                 _time(row.per_op_s),
                 _time(row.overlapped_s),
                 _time(row.serial_s),
-                _where(row),
+                where(row),
                 fmt_rate(row.achieved_bytes_per_s),
                 _fraction(row.bandwidth_fraction),
             ]

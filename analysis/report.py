@@ -21,6 +21,7 @@ from analysis.compare import (
     point_columns,
     point_table,
 )
+from analysis.decode import where
 from analysis.load import LoadResult
 from analysis.plots import plot_all
 from model.units import (
@@ -382,7 +383,7 @@ def _decode_lines(fits: Fits, figures: dict[str, str]) -> list[str]:
                 fmt_time(row.measured_s),
                 _maybe(row.overlapped_s, fmt_time),
                 _maybe(row.serial_s, fmt_time),
-                _where(row.measured_s, row.overlapped_s, row.serial_s, row.position),
+                where(row),
                 fmt_rate(row.achieved_bytes_per_s),
                 _maybe(row.bandwidth_fraction, fmt_percent),
             ]
@@ -404,17 +405,6 @@ def _decode_lines(fits: Fits, figures: dict[str, str]) -> list[str]:
     lines += [*markdown_table(header, rows), ""]
     lines += _figure_link(figures, "decode_parity", "Decode steps: measured vs the predicted bounds")
     return lines
-
-
-def _where(measured_s: float, overlapped_s: float, serial_s: float, position: float) -> str:
-    """Where a measured step lies: between the bounds (0 = overlapped, 1 = serial), or how far outside."""
-    if math.isnan(position):
-        return "n/a"
-    if measured_s > serial_s:
-        return f"above: {measured_s / serial_s:.2f}× serial"
-    if measured_s < overlapped_s:
-        return f"below: {measured_s / overlapped_s:.2f}× overlapped"
-    return f"between: {position:.2f}"
 
 
 def _maybe(value: float, fmt: Callable[[float], str]) -> str:
