@@ -1,6 +1,6 @@
 """Figures of saved runs (matplotlib, PNG and SVG): time vs size with the fitted law, measured vs predicted,
-machines side by side, and — when GPU cases are present — per-kernel time vs kernel duration and the decode
-step as stacked bars.
+measured decode steps inside their predicted bounds, machines side by side, and — when GPU cases are
+present — per-kernel time vs kernel duration and the lecture's decode step as stacked bars.
 
 Figures are built on ``matplotlib.figure.Figure`` (the Agg canvas, no pyplot), so importing or calling this
 module changes no global matplotlib state and needs no display. Data are SI; tick labels carry human units
@@ -21,6 +21,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, LogLocator
 
 from analysis.compare import Fits
+from analysis.decode import where
 from analysis.host import per_numpy_call
 from model.laws import fixed_overhead_time
 from model.units import fmt_count, fmt_si, fmt_time
@@ -29,6 +30,8 @@ FORMATS = ("png", "svg")
 _DPI = 120
 _WIDTH_IN = 7.5
 _HEIGHT_IN = 4.8
+#: Many-vs-one points with fewer pieces sit together at t(N), where labels would overlap: left unlabelled.
+_LABEL_MIN_PIECES = 64
 
 
 def save(figure: Figure, out_dir: Path, stem: str) -> list[Path]:
@@ -151,6 +154,7 @@ def plot_parity(
     stem: str,
     title: str,
     label: Callable[[pd.Series], str],
+    measured: str,
     bounds: tuple[str, str] | None = None,
 ) -> list[Path]:
     """Measured against predicted seconds per call (log-log) with the y = x line, one colour per machine.
@@ -158,7 +162,8 @@ def plot_parity(
     ``predictions`` has ``machine_id``, ``measured_s`` and either ``predicted_s`` or, with ``bounds``, the
     two columns of the lower and upper predicted bound (s): each point then sits at its lower bound with a
     shaded band to its upper bound, so the measurement lies within the bounds where the band crosses y = x.
-    ``label`` names each point.
+    ``label`` names each point (an empty name leaves it unlabelled, so dense clusters stay legible);
+    ``measured`` says which statistic ``measured_s`` is, for the y-axis label.
     """
     if predictions.empty:
         return []
@@ -187,8 +192,10 @@ def plot_parity(
                 )
         ax.scatter(rows["predicted_s"], rows["measured_s"], color=color, s=18, label=machine, zorder=3)
         for _, row in rows.iterrows():
+            if not (text := label(row)):
+                continue
             ax.annotate(
-                label(row),
+                text,
                 (row["predicted_s"], row["measured_s"]),
                 fontsize=6,
                 xytext=(3, 3),
@@ -204,7 +211,7 @@ def plot_parity(
         "predicted time per timed call" + (" (band: overlapped … serial bound)" if bounds else ""),
         [low, high],
     )
-    _time_axis(ax.yaxis, "measured time per timed call (median)", [low, high])
+    _time_axis(ax.yaxis, f"measured time per timed call ({measured})", [low, high])
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=7, loc="upper left")
     ax.set_title(_machines_title(title, machines), fontsize=9)
@@ -368,9 +375,62 @@ def plot_decode(decode: pd.DataFrame, out_dir: Path) -> list[Path]:
     return save(figure, out_dir, "decode_step")
 
 
-def _decode_label(row: pd.Series) -> str:
-    mode = row["mode"] if isinstance(row["mode"], str) else ""
-    return f"{row['device']} {row['config']} {row['plan']} {mode}".strip()
+def plot_decode_bands(steps: pd.DataFrame, out_dir: Path) -> list[Path]:
+    """Each measured decode step (``analysis.decode.decode_table``) drawn inside its predicted band: one row
+    per machine / config / plan / mode, a shaded bar from the overlapped to the serial bound, the bytes-only
+    work time as a tick, the measured host time as a dot (and the CUDA-event time as a ring on the GPU),
+    labelled with where the dot falls. One panel per device, each on its own linear time axis from 0, so the
+    bars read as proportions of the step."""
+    if steps.empty:
+        return []
+    steps = steps.dropna(subset=["overlapped_s", "serial_s"])
+    if steps.empty:
+        return []
+    devices = list(dict.fromkeys(steps["device"]))
+    machines = list(dict.fromkeys(steps["machine_id"]))
+    colors = _colors(machines)
+    heights = [len(steps[steps["device"] == device]) for device in devices]
+    figure = Figure(figsize=(_WIDTH_IN, 1.3 + 0.42 * sum(heights) + 0.5 * len(devices)), layout="constrained")
+    axes = figure.subplots(len(devices), 1, squeeze=False, height_ratios=heights)[:, 0]
+    for ax, device in zip(axes, devices, strict=True):
+        rows = steps[steps["device"] == device].reset_index(drop=True)
+        positions = np.arange(len(rows))
+        for y, row in zip(positions, rows.itertuples(index=False), strict=True):
+            color = colors[row.machine_id]
+            ax.barh(
+                y, row.serial_s - row.overlapped_s, left=row.overlapped_s, height=0.6, color=color, alpha=0.25
+            )
+            ax.plot([row.work_s] * 2, [y - 0.3, y + 0.3], color="0.3", linewidth=1)
+            ax.plot(row.measured_s, y, "o", color=color, markersize=5, zorder=3)
+            if math.isfinite(row.gpu_time_s):
+                ax.plot(row.gpu_time_s, y, "o", markerfacecolor="none", color=color, markersize=8, zorder=3)
+            right_end = max(row.measured_s, row.serial_s)
+            ax.annotate(where(row), (right_end, y), xytext=(6, -3), textcoords="offset points", fontsize=6)
+        labels = [
+            f"M{machines.index(row.machine_id) + 1} {row.config} {row.plan}"
+            + (f" {row.mode}" if isinstance(row.mode, str) else "")
+            + f" ({fmt_count(row.ops_per_step)} {'kernels' if device == 'cuda' else 'calls'})"
+            for row in rows.itertuples(index=False)
+        ]
+        ax.set_yticks(positions, labels, fontsize=6)
+        ax.invert_yaxis()
+        right = float(np.nanmax(rows[["serial_s", "measured_s", "gpu_time_s"]].to_numpy(dtype=float)))
+        ax.set_xlim(0, right * 1.35)  # room for the labels right of the bars
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: fmt_time(value, 3) if value > 0 else "0"))
+        ax.grid(True, axis="x", alpha=0.3)
+        work = (
+            "bytes / measured STREAM bandwidth" if device == "cpu" else "roofline at the datasheet bandwidth"
+        )
+        ax.set_title(
+            f"{'GPU (CuPy)' if device == 'cuda' else 'CPU (numpy)'}: band = overlapped … serial bound; "
+            f"tick = work alone ({work})\ndot = measured host time (median)"
+            + ("; ring = CUDA-event time" if device == "cuda" else ""),
+            fontsize=7,
+        )
+        ax.set_xlabel("time per decode step")
+    legend = "; ".join(f"M{index + 1} = {machine}" for index, machine in enumerate(machines))
+    figure.suptitle(f"Decode steps inside their predicted bounds\n{legend}", fontsize=8)
+    return save(figure, out_dir, "decode_bands")
 
 
 def plot_all(frame: pd.DataFrame, fits: Fits, table: pd.DataFrame, out_dir: Path) -> list[Path]:
@@ -381,7 +441,8 @@ def plot_all(frame: pd.DataFrame, fits: Fits, table: pd.DataFrame, out_dir: Path
         out_dir,
         "many_vs_one_parity",
         "Many small calls vs one big: measured vs predicted t(N) + (pieces − 1)·t0",
-        lambda row: f"{row['variant']} ×{int(row['pieces'])}",
+        lambda row: f"{row['variant']} ×{int(row['pieces'])}" if row["pieces"] >= _LABEL_MIN_PIECES else "",
+        measured="fastest round",
     )
     paths += plot_parity(
         fits.spin,
@@ -389,19 +450,11 @@ def plot_all(frame: pd.DataFrame, fits: Fits, table: pd.DataFrame, out_dir: Path
         "spin_parity",
         "Spin kernels: measured vs the model's overlapped … serial bounds",
         lambda row: f"{row['mode']} d={fmt_time(row['kernel_ns'] * 1e-9, 2)}",
+        measured="median",
         bounds=("overlapped_s", "serial_s"),
     )
     paths += plot_knee(fits.spin, fits.launch, out_dir)
-    steps = fits.decode_steps
-    if not steps.empty:
-        paths += plot_parity(
-            steps.dropna(subset=["overlapped_s", "serial_s"]),
-            out_dir,
-            "decode_parity",
-            "Decode steps: measured vs the predicted overlapped … serial bounds",
-            _decode_label,
-            bounds=("overlapped_s", "serial_s"),
-        )
+    paths += plot_decode_bands(fits.decode_steps, out_dir)
     paths += plot_decode(fits.decode_demo, out_dir)
     paths += plot_machines(table, out_dir)
     return paths

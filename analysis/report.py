@@ -403,7 +403,7 @@ def _decode_lines(fits: Fits, figures: dict[str, str]) -> list[str]:
         "of reference bandwidth",
     ]
     lines += [*markdown_table(header, rows), ""]
-    lines += _figure_link(figures, "decode_parity", "Decode steps: measured vs the predicted bounds")
+    lines += _figure_link(figures, "decode_bands", "Decode steps inside their predicted bounds")
     return lines
 
 

@@ -246,7 +246,7 @@ def test_decode_section_of_a_real_cpu_decode_run(tmp_path: Path) -> None:
     written = write_report(result, tmp_path, baseline=None)
     text = written.path.read_text(encoding="utf-8")
     assert "## Decode step: measured vs predicted" in text
-    assert "decode_parity" in {p.stem for p in written.figures}
+    assert "decode_bands" in {p.stem for p in written.figures}
     steps = fit_all(result.frame).decode_steps
     assert not steps.empty
     for row in steps.itertuples(index=False):
