@@ -26,6 +26,14 @@ def _probe() -> tuple[ModuleType | None, str | None]:
         return None, f"CuPy sees no CUDA driver or device: {type(error).__name__}: {error}"
     if count < 1:
         return None, "CuPy sees no CUDA device (device count is 0)"
+    try:  # CuPy's wheel carries the runtime but not NVRTC, which compiles every kernel of these cases
+        cupy.cuda.nvrtc.getVersion()
+    except Exception as error:  # DynamicLibNotFoundError (no libnvrtc) or a CUDA error from it
+        return None, (
+            "CuPy sees a CUDA device but cannot load NVRTC, which compiles the kernels: "
+            f"{type(error).__name__}: {error} (pip install 'launchbench[cuda13]' or '[cuda12]': their CuPy "
+            "brings the CUDA libraries; or install a CUDA toolkit)"
+        )
     return cupy, None
 
 

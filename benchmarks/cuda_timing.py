@@ -11,9 +11,11 @@ CuPy's rules this relies on, read in CuPy's source (cupy/cupy, the v14 files beh
   default (legacy) stream")`` when ``ptr`` is 0 or 1 (checked on the installed 14.2 wheel too: it raises
   before any driver call), and captures in ``runtime.streamCaptureModeRelaxed`` by default. Hence
   captures run on a stream of our own, created with ``non_blocking=True``.
-- ``_BaseStream.end_capture`` returns ``graph.Graph.from_stream(g)``; ``cupy/cuda/graph.pyx``,
-  ``Graph.from_stream``, calls ``runtime.graphInstantiate`` at once and destroys the ``cudaGraph_t``: the
-  graph returned is already instantiated, so capture and instantiation both happen in ``capture``.
+- ``_BaseStream.end_capture`` returns ``graph.Graph.from_stream(g, host_funcargs)``; in 14.2
+  ``cupy/cuda/graph.pyx``, ``Graph.from_stream``, calls ``runtime.graphInstantiate`` at once (later CuPy
+  sources defer it to the first ``launch`` or ``upload``). ``capture`` therefore ends with
+  ``Graph.upload(stream)``, which instantiates where that is deferred and moves the executable graph to
+  the device: capture, instantiation and upload all happen there, outside any timing, in either version.
 - ``cupy/cuda/graph.pyx``, ``Graph.launch(stream)``: one ``runtime.graphLaunch(graphExec, stream.ptr)``
   (on the current stream when ``stream`` is None), nothing else; it does not synchronise.
 - ``cupy_backends/cuda/libs/cublas.pyx``, ``setStream``: raises ``NotImplementedError("calling cuBLAS
@@ -80,20 +82,28 @@ def eager_sync_each(launch: Launch, n_kernels: int, stream: Any) -> Submit:
 
 
 def capture(launch: Launch, n_kernels: int, stream: Any) -> Any:
-    """Capture ``n_kernels`` launches of ``launch`` on ``stream`` (a non-default stream) into a CUDA graph.
+    """Capture ``n_kernels`` launches of ``launch`` on ``stream`` (a non-default stream) into a CUDA graph
+    (``capture_graph``)."""
+    return capture_graph(eager(launch, n_kernels), stream)
 
-    Returns the ``cupy.cuda.Graph``, already instantiated by CuPy (see the module docstring), ready to replay.
+
+def capture_graph(submit: Submit, stream: Any) -> Any:
+    """Capture the work one ``submit()`` queues on ``stream`` (a non-default stream) into a CUDA graph.
+
+    Returns the ``cupy.cuda.Graph``, instantiated and uploaded (see the module docstring), ready to replay.
+    ``submit`` may only launch kernels: CuPy refuses library calls, copies and synchronises in a capture.
     """
     with stream:
         stream.begin_capture()
         try:
-            for _ in range(n_kernels):
-                launch()
+            submit()
         except BaseException:
             with contextlib.suppress(Exception):  # end the capture; the launch's error is the one to report
                 stream.end_capture()
             raise
-        return stream.end_capture()
+        graph = stream.end_capture()
+    graph.upload(stream)
+    return graph
 
 
 def replay(graph: Any, stream: Any) -> Submit:

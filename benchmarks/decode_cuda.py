@@ -20,7 +20,6 @@ vector product, greedy sampling.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import math
 import re
@@ -109,31 +108,6 @@ class CudaDecodeStep:
         """Queue every kernel of one step on the current stream, without waiting."""
         for launch in self.launches:
             launch.kernel(launch.grid, launch.block, launch.args)
-
-    def set_token(self, token: int) -> None:
-        """Make ``token`` the step's input (a host-to-device copy: never inside a capture or a timing)."""
-        if not 0 <= token < self.cfg.vocab:
-            raise ValueError(f"token must be in [0, {self.cfg.vocab}), got {token!r}")
-        self.token[...] = np.int32(token)
-
-
-def capture_step(step: CudaDecodeStep, stream: Any) -> Any:
-    """Capture one ``step.submit()`` on ``stream`` (non-default) into a CUDA graph and upload it.
-
-    Returns the ``cupy.cuda.Graph``; CuPy instantiates it in ``end_capture`` (see ``benchmarks/cuda_timing``),
-    so capture, instantiation and upload all happen here, outside any timing.
-    """
-    with stream:
-        stream.begin_capture()
-        try:
-            step.submit()
-        except BaseException:
-            with contextlib.suppress(Exception):  # end the capture; the launch's error is the one to report
-                stream.end_capture()
-            raise
-        graph = stream.end_capture()
-    graph.upload(stream)
-    return graph
 
 
 def _check_shapes(cfg: ModelConfig, ctx: int) -> None:

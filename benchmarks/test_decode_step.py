@@ -24,8 +24,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pytest
 
+from benchmarks import kernels
 from benchmarks.cuda import cupy_module, unavailable_reason
-from benchmarks.cuda_timing import Submit, event_median_s, replay, then_sync
+from benchmarks.cuda_timing import Launch, Submit, capture_graph, event_median_s, replay, then_sync
 from benchmarks.decode_numpy import (
     PLANS,
     TINY_LLAMA_4L,
@@ -56,6 +57,9 @@ GPU_WARMUP_CALLS = 5
 #: The matrix-vector case cycles through copies of its matrix totalling at least this many L2 caches, so
 #: every call reads its weights from HBM, as the step does.
 MATVEC_L2_FACTOR = 4
+#: Duration of the spin kernel queued ahead of each event-timed matvec, ns: longer than the host takes to
+#: queue the matvec behind it (a few µs), so the start event does not wait for the host.
+MATVEC_LEAD_NS = 50_000
 
 _CUDA_REASON = unavailable_reason()
 _needs_cuda = pytest.mark.skipif(_CUDA_REASON is not None, reason=_CUDA_REASON or "")
@@ -182,13 +186,13 @@ def gpu_model(request: pytest.FixtureRequest) -> Iterator[_GpuModel]:
     stream.synchronize()
 
 
-def _time_on_gpu(benchmark: Any, gpu_model: _GpuModel, submit: Submit) -> float:
+def _time_on_gpu(benchmark: Any, gpu_model: _GpuModel, submit: Submit, before: Submit | None = None) -> float:
     """Time ``submit()`` followed by a synchronise on the host (pytest-benchmark: the module's rounds, one
-    call each, after one warm-up round), then ``submit()`` alone with CUDA events on the module's stream.
-    Returns the CUDA-event median, s per call."""
+    call each, after one warm-up round), then ``submit()`` alone with CUDA events on the module's stream,
+    ``before()`` queued ahead of each start event (untimed). Returns the CUDA-event median, s per call."""
     stream = gpu_model.stream
     benchmark.pedantic(then_sync(submit, stream), rounds=gpu_model.rounds, iterations=1, warmup_rounds=1)
-    return event_median_s(submit, stream, gpu_model.event_rounds)
+    return event_median_s(submit, stream, gpu_model.event_rounds, before)
 
 
 @_needs_cuda
@@ -196,10 +200,8 @@ def _time_on_gpu(benchmark: Any, gpu_model: _GpuModel, submit: Submit) -> float:
 @pytest.mark.parametrize("mode", ["eager", "graph"])
 @pytest.mark.parametrize("plan", list(PLANS))
 def test_cuda_decode_step(benchmark: Any, gpu_model: _GpuModel, plan: str, mode: str) -> None:
-    from benchmarks.decode_cuda import capture_step
-
     step, stream = gpu_model.steps[plan], gpu_model.stream
-    submit = step.submit if mode == "eager" else replay(capture_step(step, stream), stream)
+    submit = step.submit if mode == "eager" else replay(capture_graph(step.submit, stream), stream)
     call = then_sync(submit, stream)
     for _ in range(GPU_WARMUP_CALLS):
         call()
@@ -264,7 +266,11 @@ def test_cuda_matvec(benchmark: Any, gpu_model: _GpuModel, weight: str) -> None:
     scale = float(cupy.abs(expected).max())
     error = float(cupy.abs(y - expected).max())
     assert error <= 1e-3 * scale, f"matvec {weight} ({rows}×{cols}): error {error:.3g}, scale {scale:.3g}"
-    gpu_time_s = _time_on_gpu(benchmark, gpu_model, submit)
+    # A spin kernel ahead of each start event: the event fires when it ends, with the matvec already queued
+    # behind it, so the event span is the kernel's alone and not also the host's launch latency (µs, of the
+    # order of a small matrix's whole read time).
+    lead = Launch(kernels.kernel("launch", "spin_kernel"), (np.uint64(MATVEC_LEAD_NS),))
+    gpu_time_s = _time_on_gpu(benchmark, gpu_model, submit, before=lead)
     record(
         benchmark,
         case="decode_step",

@@ -30,8 +30,17 @@ def fresh_probe() -> Iterator[None]:
     cuda._probe.cache_clear()
 
 
-def _fake_cupy(get_device_count: object) -> SimpleNamespace:
-    return SimpleNamespace(cuda=SimpleNamespace(runtime=SimpleNamespace(getDeviceCount=get_device_count)))
+def _fake_cupy(get_device_count: object, nvrtc_version: object = lambda: (13, 0)) -> SimpleNamespace:
+    return SimpleNamespace(
+        cuda=SimpleNamespace(
+            runtime=SimpleNamespace(getDeviceCount=get_device_count),
+            nvrtc=SimpleNamespace(getVersion=nvrtc_version),
+        )
+    )
+
+
+def _no_nvrtc() -> tuple[int, int]:
+    raise OSError("libnvrtc.so.13 or libnvrtc.so.12: not found")  # stands in for DynamicLibNotFoundError
 
 
 def _no_driver() -> int:
@@ -68,6 +77,23 @@ def test_without_a_device_everything_says_why(
     assert cuda.gpu_info() is None
     with pytest.raises(RuntimeError, match="device"):
         cuda.cupy_module()
+
+
+def test_without_nvrtc_everything_says_why(monkeypatch: pytest.MonkeyPatch, fresh_probe: None) -> None:
+    monkeypatch.setitem(sys.modules, "cupy", _fake_cupy(lambda: 1, _no_nvrtc))
+    reason = cuda.unavailable_reason()
+    assert reason is not None
+    assert "cannot load NVRTC" in reason and "OSError: libnvrtc.so.13" in reason
+    assert cuda.gpu_info() is None
+    with pytest.raises(RuntimeError, match="NVRTC"):
+        kernels.module("launch")
+
+
+def test_a_usable_fake_device_passes_the_probe(monkeypatch: pytest.MonkeyPatch, fresh_probe: None) -> None:
+    fake = _fake_cupy(lambda: 1)
+    monkeypatch.setitem(sys.modules, "cupy", fake)
+    assert cuda.unavailable_reason() is None
+    assert cuda.cupy_module() is fake
 
 
 def _run_benchmarks_without_cupy(tmp_path: Path) -> tuple[subprocess.CompletedProcess[str], ET.Element]:

@@ -23,11 +23,11 @@ import pytest
 
 from benchmarks import decode_cuda, kernels
 from benchmarks.cuda import unavailable_reason
+from benchmarks.cuda_timing import capture_graph
 from benchmarks.decode_cuda import (
     CudaDecodeStep,
     build_cuda_step,
     cache_to_host,
-    capture_step,
     kernel_constants,
     matvec_launch,
     random_kv_cache_cuda,
@@ -340,7 +340,7 @@ def _run(step: CudaDecodeStep, mode: str, stream: Any) -> np.ndarray:
     if mode == "eager":
         step.submit()
     else:
-        capture_step(step, stream).launch(stream)
+        capture_graph(step.submit, stream).launch(stream)
     stream.synchronize()
     return step.logits.get()
 
@@ -365,7 +365,7 @@ def test_tiny_step_matches_float64_reference(cuda_stream: Any, plan, mode: str) 
 def test_graph_replays_repeat_the_step(cuda_stream: Any, plan) -> None:
     weights = random_weights_cuda(TINY)
     step = build_cuda_step(plan.name, weights, random_kv_cache_cuda(TINY, TINY_CTX), TOKEN)
-    graph = capture_step(step, cuda_stream)
+    graph = capture_graph(step.submit, cuda_stream)
     attention = next(launch for launch in step.launches if launch.name == "attention")
     attention_out, counters = attention.args[7], (attention.args[6], step.launches[-1].args[4])
     results = []
