@@ -1,12 +1,16 @@
 """The GPU decode step (``benchmarks/decode_cuda.py`` + ``benchmarks/kernels/decode.cu``).
 
-Two halves:
+Three parts:
 
 - Without a GPU (always run): the launch lists are checked against the kernels' C signatures parsed from
   ``decode.cu`` (argument count, pointer element types, numpy scalar types), and executed with each kernel
   replaced by a numpy statement of what it computes, so the wiring of buffers, the order of launches and the
-  grids are checked against the float64 reference. This tests the Python side; the CUDA side is tested by
-- the ``gpu`` tests: a tiny configuration's logits match the float64 reference within FP16 tolerance in
+  grids are checked against the float64 reference. This tests the Python side.
+- Without a GPU, with g++ (always run in CI): the same launch lists run the real kernels of ``decode.cu`` on
+  the CPU (``tests/host_cuda``), on guarded buffers, under both schedules of the harness, and submitted
+  three times (the in-kernel counters must reset, as a graph replay needs). Each kernel on its own is tested
+  in ``tests/test_decode_kernels_host.py``.
+- The ``gpu`` tests: a tiny configuration's logits match the float64 reference within FP16 tolerance in
   every plan and mode, the matrix-vector kernel is correct on awkward shapes, repeated graph replays agree.
 """
 
@@ -46,6 +50,8 @@ from model.hardware import H200
 from model.launch import FUSED, UNFUSED
 from model.llm import LLAMA32_1B, ModelConfig
 from model.roofline import decode_step
+from tests.host_cuda import Schedule, guarded_array, kernel_module
+from tests.host_cuda import unavailable_reason as host_unavailable_reason
 
 #: The tiny configuration of the correctness tests: Llama-shaped (GQA group 2, tied), 2 layers, d 256.
 TINY = ModelConfig("tiny-llama-2L-256", 2, 256, 4, 2, 64, 512, 5_000, tied=True)
@@ -59,6 +65,8 @@ FP16_LOGIT_TOLERANCE = 2e-2
 
 _REASON = unavailable_reason()
 gpu_only = pytest.mark.skipif(_REASON is not None, reason=_REASON or "")
+_HOST_REASON = host_unavailable_reason()
+host_only = pytest.mark.skipif(_HOST_REASON is not None, reason=_HOST_REASON or "")
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -224,15 +232,20 @@ def _check_grid(name: str, grid: tuple[int, ...], block: tuple[int, ...], args: 
         raise AssertionError(f"no launch geometry known for kernel {name}")
 
 
+def _numpy_cupy(zeros: Callable[..., Any], full: Callable[..., Any], asarray: Callable[..., Any]) -> Any:
+    """What decode_cuda uses of CuPy, with numpy arrays: these allocation functions and numpy's dtypes."""
+    return types.SimpleNamespace(
+        zeros=zeros, full=full, asarray=asarray, float32=np.float32, float16=np.float16, int32=np.int32,
+        uint32=np.uint32,
+    )  # fmt: skip
+
+
 @pytest.fixture
 def emulated(monkeypatch: pytest.MonkeyPatch) -> None:
     """Make decode_cuda build its buffers with numpy and launch emulated kernels (no GPU needed)."""
     signatures, bodies = _signatures(), _emulators()
     assert set(signatures) == set(bodies), "every kernel of decode.cu has an emulator, and no more"
-    shim = types.SimpleNamespace(
-        zeros=np.zeros, full=np.full, asarray=np.asarray, float32=np.float32, float16=np.float16,
-        int32=np.int32, uint32=np.uint32,
-    )  # fmt: skip
+    shim = _numpy_cupy(np.zeros, np.full, np.asarray)
     monkeypatch.setattr(decode_cuda, "cupy_module", lambda: shim)
     monkeypatch.setattr(
         kernels, "kernel", lambda module, name: _EmulatedKernel(name, signatures[name], bodies[name])
@@ -317,6 +330,82 @@ def test_unsupported_shape_is_refused_by_name(emulated: None) -> None:
 
 def _copy_cache(cache: KVCache) -> KVCache:
     return KVCache(tuple(k.copy() for k in cache.keys), tuple(v.copy() for v in cache.values))
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Without a GPU: the real kernels, run on the CPU
+# ------------------------------------------------------------------------------------------------------------
+
+
+class _HostKernels:
+    """Stands in for ``benchmarks.kernels.kernel``: the real kernels compiled for the host, each launched
+    under the harness schedule currently set here (one for the whole step)."""
+
+    def __init__(self) -> None:
+        self.schedule: Schedule = "forward"
+
+    def kernel(self, module_name: str, kernel_name: str) -> Callable[..., None]:
+        host = kernel_module(module_name).get_function(kernel_name)
+
+        def launch(grid: tuple[int, ...], block: tuple[int, ...], args: tuple[Any, ...]) -> None:
+            host(grid, block, args, schedule=self.schedule)
+
+        return launch
+
+
+@pytest.fixture
+def host_kernels(monkeypatch: pytest.MonkeyPatch) -> _HostKernels:
+    """Make decode_cuda build guarded numpy buffers (out-of-bounds writes are caught, reads give NaN) and
+    launch the real kernels of decode.cu on the CPU."""
+    shim = _numpy_cupy(
+        zeros=lambda shape, dtype: guarded_array(np.zeros(shape, dtype)),
+        full=lambda shape, fill_value, dtype: guarded_array(np.full(shape, fill_value, dtype)),
+        asarray=guarded_array,
+    )
+    monkeypatch.setattr(decode_cuda, "cupy_module", lambda: shim)
+    host = _HostKernels()
+    monkeypatch.setattr(kernels, "kernel", host.kernel)
+    return host
+
+
+def _guarded(weights: DecodeWeights, cache: KVCache) -> tuple[DecodeWeights, KVCache]:
+    """Guarded copies of every weight and cache array (the kernels' out-of-bounds reads see NaN)."""
+    layers = tuple(
+        LayerWeights(**{name: guarded_array(value) for name, value in vars(layer).items()})
+        for layer in weights.layers
+    )
+    return (
+        DecodeWeights(
+            weights.cfg, guarded_array(weights.embedding), layers, guarded_array(weights.final_norm)
+        ),
+        KVCache(tuple(map(guarded_array, cache.keys)), tuple(map(guarded_array, cache.values))),
+    )
+
+
+@host_only
+@pytest.mark.parametrize("plan", PLANS, ids=lambda plan: plan.name)
+def test_host_step_of_the_real_kernels_matches_reference(host_kernels: _HostKernels, plan) -> None:
+    weights, cache = _host_fp16(TINY, TINY_CTX)
+    reference = reference_logits(weights, cache, TOKEN)
+    step = build_cuda_step(plan.name, *_guarded(weights, cache), TOKEN)
+    step.submit()
+    _assert_fp16_close(step.logits, reference, f"{plan.name} (real kernels on the host)")
+    logits, token = step.logits.copy(), int(step.next_token[0])
+    assert token == int(np.argmax(logits))
+    # Submitted again, under the other schedule and then the first, the step must repeat exactly: the
+    # attention and sampling kernels write only in the block that finds their counter at its last value,
+    # so a counter left above 0 would leave these NaN / -1 (the graph-replay test's check, on the host).
+    attention = next(launch for launch in step.launches if launch.name == "attention")
+    attention_out, counters = attention.args[7], (attention.args[6], step.launches[-1].args[4])
+    for schedule in ("reverse", "forward"):
+        host_kernels.schedule = schedule
+        attention_out.fill(np.nan)
+        step.logits.fill(np.nan)
+        step.next_token.fill(-1)
+        step.submit()
+        assert all(int(counter.sum()) == 0 for counter in counters), "in-kernel counters not reset"
+        np.testing.assert_array_equal(step.logits, logits, err_msg=f"{schedule} submission differs")
+        assert int(step.next_token[0]) == token
 
 
 # ------------------------------------------------------------------------------------------------------------
