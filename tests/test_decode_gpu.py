@@ -7,9 +7,10 @@ Three parts:
   replaced by a numpy statement of what it computes, so the wiring of buffers, the order of launches and the
   grids are checked against the float64 reference. This tests the Python side.
 - Without a GPU, with g++ (always run in CI): the same launch lists run the real kernels of ``decode.cu`` on
-  the CPU (``tests/host_cuda``), on guarded buffers, under both schedules of the harness, and submitted
-  three times (the in-kernel counters must reset, as a graph replay needs). Each kernel on its own is tested
-  in ``tests/test_decode_kernels_host.py``.
+  the CPU (``tests/host_cuda``), on guarded buffers, under each schedule of the harness (blocks one after
+  another forward and reverse, and all blocks interleaved), submitted four times (the in-kernel counters
+  must reset, as a graph replay needs). Each kernel on its own is tested in
+  ``tests/test_decode_kernels_host.py``.
 - The ``gpu`` tests: a tiny configuration's logits match the float64 reference within FP16 tolerance in
   every plan and mode, the matrix-vector kernel is correct on awkward shapes, repeated graph replays agree.
 """
@@ -392,12 +393,13 @@ def test_host_step_of_the_real_kernels_matches_reference(host_kernels: _HostKern
     _assert_fp16_close(step.logits, reference, f"{plan.name} (real kernels on the host)")
     logits, token = step.logits.copy(), int(step.next_token[0])
     assert token == int(np.argmax(logits))
-    # Submitted again, under the other schedule and then the first, the step must repeat exactly: the
+    # Submitted again, under the other schedules and then the first, the step must repeat exactly: the
     # attention and sampling kernels write only in the block that finds their counter at its last value,
-    # so a counter left above 0 would leave these NaN / -1 (the graph-replay test's check, on the host).
+    # so a counter left above 0 would leave these NaN / -1 (the graph-replay test's check, on the host),
+    # and interleaved, a block that combined partials before the others wrote them would differ.
     attention = next(launch for launch in step.launches if launch.name == "attention")
     attention_out, counters = attention.args[7], (attention.args[6], step.launches[-1].args[4])
-    for schedule in ("reverse", "forward"):
+    for schedule in ("reverse", "interleaved", "forward"):
         host_kernels.schedule = schedule
         attention_out.fill(np.nan)
         step.logits.fill(np.nan)

@@ -1,9 +1,12 @@
 """Every kernel of ``benchmarks/kernels/decode.cu``, its real source run on the CPU (``tests/host_cuda``),
 against a float64 numpy reference on awkward shapes.
 
-Each launch runs under both schedules (fibers and blocks forward, then reverse) on guarded copies of its
-buffers, and must end bit-identical in both; reads of memory no one wrote (fresh outputs, shared memory,
-past an array's end) read NaN. Grids and block sizes are the ones ``benchmarks/decode_cuda.py`` launches.
+Each launch runs under every schedule of the harness (blocks one after another with fibers and blocks
+forward, then reverse; then all blocks interleaved, switched at barriers, shuffles and atomics) on guarded
+copies of its buffers, and must end bit-identical in all; reads of memory no one wrote (fresh outputs,
+shared memory, past an array's end) read NaN. Interleaved, a block that combined other blocks' partials
+before they were written (the first block to reach the counter instead of the last) gives a different
+output. Grids and block sizes are the ones ``benchmarks/decode_cuda.py`` launches.
 The whole step, every kernel in plan order, is tested in ``tests/test_decode_gpu.py``.
 
 Tolerances: pure data movement (FP32 → FP16 of a value, an FP32 add) must be bit-exact, since the harness

@@ -2,9 +2,10 @@
 when it should.
 
 FP16 conversion is compared with numpy over every half and millions of floats (ties, subnormals, overflow,
-NaN); small kernels written here exercise shared memory, barriers and every warp shuffle, and kernels with
-deliberate faults (a missing barrier, divergent barriers, a shuffle with an absent lane, out-of-bounds
-accesses, a wrong-size scalar, an asm helper left unreplaced) must each be caught.
+NaN); small kernels written here exercise shared memory (per block, also with blocks interleaved), barriers
+and every warp shuffle, and kernels with deliberate faults (a missing barrier, the first block to arrive
+combining the others' partials, divergent barriers, a shuffle with an absent lane, out-of-bounds accesses,
+a wrong-size scalar, an asm helper left unreplaced) must each be caught.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from benchmarks import kernels
 from tests.host_cuda import (
     GUARD_BYTES,
     MODULE_HELPERS,
+    SCHEDULES,
     HostCudaError,
     HostModule,
     guarded_array,
@@ -105,30 +107,53 @@ def test_floats_convert_to_half_rounding_to_nearest_even(convert: HostModule) ->
 _KERNELS = r"""
 #define THREADS 128
 
-// Sum of x[0 .. n) into total[0]: per-block sums (warp shuffles, then shared memory across warps), and the
-// block that arrives last at counter adds the blocks' partials and resets the counter.
-extern "C" __global__ void sum(const float* x, int n, float* partial, unsigned int* counter, float* total) {
+// The sum of v over the block, in thread 0 (warp shuffles, then shared memory across warps).
+__device__ float block_sum(float v, float* warp_sums) {
+    for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_down_sync(0xffffffffu, v, offset);
+    if ((threadIdx.x & 31) == 0) warp_sums[threadIdx.x >> 5] = v;
+    __syncthreads();
+    float total = 0.0f;
+    if (threadIdx.x == 0)
+        for (int w = 0; w < THREADS / 32; ++w) total += warp_sums[w];
+    return total;
+}
+
+// Sum of x[0 .. n) into total[0]: per-block sums into partial, and the block that arrives last at counter
+// adds the partials (its threads read them in parallel) and resets the counter. With first_combines, the
+// block that arrives FIRST combines (sum_first_combines, a deliberate fault): on a GPU a race, as the other
+// blocks' partials may not be written yet.
+__device__ void sum_blocks(const float* x, int n, float* partial, unsigned int* counter, float* total,
+                           bool first_combines) {
     __shared__ float warp_sums[THREADS / 32];
     __shared__ bool is_last;
     float v = 0.0f;
     for (int i = blockIdx.x * THREADS + threadIdx.x; i < n; i += gridDim.x * THREADS) v += x[i];
-    for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_down_sync(0xffffffffu, v, offset);
-    if ((threadIdx.x & 31) == 0) warp_sums[threadIdx.x >> 5] = v;
-    __syncthreads();
+    v = block_sum(v, warp_sums);
     if (threadIdx.x == 0) {
-        float block_total = 0.0f;
-        for (int w = 0; w < THREADS / 32; ++w) block_total += warp_sums[w];
-        partial[blockIdx.x] = block_total;
+        partial[blockIdx.x] = v;
         __threadfence();
-        is_last = atomicAdd(counter, 1u) == gridDim.x - 1;
+        is_last = atomicAdd(counter, 1u) == (first_combines ? 0u : gridDim.x - 1);
     }
     __syncthreads();
-    if (is_last && threadIdx.x == 0) {
-        float grand = 0.0f;
-        for (unsigned int b = 0; b < gridDim.x; ++b) grand += partial[b];
-        total[0] = grand;
+    if (!is_last) return;
+    __threadfence();
+    v = 0.0f;
+    for (unsigned int b = threadIdx.x; b < gridDim.x; b += THREADS) v += partial[b];
+    __syncthreads();  // warp_sums is reused
+    v = block_sum(v, warp_sums);
+    if (threadIdx.x == 0) {
+        total[0] = v;
         counter[0] = 0u;
     }
+}
+
+extern "C" __global__ void sum(const float* x, int n, float* partial, unsigned int* counter, float* total) {
+    sum_blocks(x, n, partial, counter, total, false);
+}
+
+extern "C" __global__ void sum_first_combines(const float* x, int n, float* partial, unsigned int* counter,
+                                              float* total) {
+    sum_blocks(x, n, partial, counter, total, true);
 }
 
 // The block sum without the barrier between writing warp_sums and reading them: a race.
@@ -186,6 +211,14 @@ extern "C" __global__ void read_shared_unwritten(float* y) {
     __shared__ float never_written[THREADS];
     y[threadIdx.x] = never_written[threadIdx.x];
 }
+
+// Even blocks write shared memory and read a neighbour's element; odd blocks read without writing.
+extern "C" __global__ void shared_per_block(float* y) {
+    __shared__ float s[THREADS];
+    if (blockIdx.x % 2 == 0) s[threadIdx.x] = (float)(blockIdx.x * THREADS + threadIdx.x);
+    __syncthreads();
+    y[blockIdx.x * THREADS + threadIdx.x] = s[(threadIdx.x + 1) % THREADS];
+}
 """
 
 
@@ -200,10 +233,9 @@ def _line(marker: str) -> int:
     return next(n for n, text in enumerate(_KERNELS.splitlines(), 1) if marker in text)
 
 
-@needs_host_cuda
-@pytest.mark.parametrize(("n", "blocks"), [(1, 1), (1000, 3), (20_000, 7)])
-def test_block_reduction_is_right_under_both_schedules(module: HostModule, n: int, blocks: int) -> None:
-    x = np.random.default_rng(n).integers(-1000, 1000, n).astype(np.float32)  # exact sums in any order
+def _sum_args(n: int, blocks: int) -> tuple[np.ndarray, tuple[object, ...]]:
+    """x (integers: exact float sums in any order) and the arguments of ``sum`` over ``blocks`` blocks."""
+    x = np.random.default_rng(n).integers(-1000, 1000, n).astype(np.float32)
     args = (
         x,
         np.int32(n),
@@ -211,10 +243,53 @@ def test_block_reduction_is_right_under_both_schedules(module: HostModule, n: in
         np.zeros(1, np.uint32),
         np.zeros(1, np.float32),
     )
+    return x, args
+
+
+@needs_host_cuda
+@pytest.mark.parametrize(("n", "blocks"), [(1, 1), (1000, 3), (20_000, 7), (20_000, 40)])
+def test_block_reduction_is_right_under_every_schedule(module: HostModule, n: int, blocks: int) -> None:
+    x, args = _sum_args(n, blocks)
     _, _, partial, counter, total = launch_each_schedule(module.get_function("sum"), (blocks,), (128,), args)
     assert total[0] == x.sum(dtype=np.float64)
     assert counter[0] == 0, "the last block resets the counter"
     assert np.isfinite(partial).all()
+
+
+@needs_host_cuda
+@pytest.mark.parametrize("blocks", [2, 3, 7, 40])
+def test_the_first_block_combining_partials_is_caught_interleaved(module: HostModule, blocks: int) -> None:
+    """One after another, each block finds the counter at 0 (the block before reset it) and combines, the
+    last one with every partial written: the right sum. Interleaved, the first block to arrive reads
+    partials other blocks have not written (NaN) while they arrive before it resets the counter."""
+    x, args = _sum_args(20_000, blocks)
+    first_combines = module.get_function("sum_first_combines")
+    for schedule in SCHEDULES:
+        copies = tuple(guarded_array(arg) if isinstance(arg, np.ndarray) else arg for arg in args)
+        first_combines((blocks,), (128,), copies, schedule=schedule)
+        total, counter = copies[4][0], copies[3][0]
+        if schedule == "interleaved":
+            assert np.isnan(total), "the first block read partials not written yet"
+        else:
+            assert total == x.sum(dtype=np.float64) and counter == 0
+    with pytest.raises(
+        HostCudaError, match=r"sum_first_combines argument 4: the forward and interleaved schedules disagree"
+    ):
+        launch_each_schedule(first_combines, (blocks,), (128,), args)
+
+
+@needs_host_cuda
+def test_shared_memory_is_per_block_and_poisoned_when_a_block_starts(module: HostModule) -> None:
+    """Interleaved, blocks switch between the writes and the reads; 70 blocks of 128 threads are more than
+    are resident at once (8192 threads), so blocks also start where others ended."""
+    blocks = 70
+    (y,) = launch_each_schedule(
+        module.get_function("shared_per_block"), (blocks,), (128,), (guarded_empty(blocks * 128, np.float32),)
+    )
+    block, thread = np.divmod(np.arange(blocks * 128), 128)
+    even = block % 2 == 0
+    np.testing.assert_array_equal(y[even], (block * 128 + (thread + 1) % 128)[even].astype(np.float32))
+    assert np.isnan(y[~even]).all(), "odd blocks read shared memory no thread of theirs wrote"
 
 
 @needs_host_cuda

@@ -9,7 +9,15 @@ import time
 import numpy as np
 import pytest
 
-from tests.host_cuda import HostKernel, guarded_array, guarded_empty, kernel_module, unavailable_reason
+from tests.host_cuda import (
+    SCHEDULES,
+    HostKernel,
+    Schedule,
+    guarded_array,
+    guarded_empty,
+    kernel_module,
+    unavailable_reason,
+)
 
 _REASON = unavailable_reason()
 pytestmark = pytest.mark.skipif(_REASON is not None, reason=_REASON or "")
@@ -19,13 +27,14 @@ def _kernel(name: str) -> HostKernel:
     return kernel_module("launch").get_function(name)
 
 
-def test_count_kernel_adds_one_per_thread() -> None:
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_count_kernel_adds_one_per_thread(schedule: Schedule) -> None:
     count = _kernel("count_kernel")
     counter = guarded_array(np.zeros(1, np.uint64))
     for _ in range(100):
-        count((1,), (1,), (counter,))
+        count((1,), (1,), (counter,), schedule=schedule)
     assert int(counter[0]) == 100, "every launch ran once"
-    count((3,), (64,), (counter,))
+    count((3,), (64,), (counter,), schedule=schedule)  # interleaved, each atomic switches blocks
     assert int(counter[0]) == 100 + 3 * 64
 
 

@@ -10,9 +10,11 @@ is told to (``HOST_BODIES``) and refuses a source in which any ``asm`` remains.
 The API mirrors CuPy's: ``HostModule(code)`` compiles once (cached by a hash of source, shim, flags and
 compiler), ``.get_function(name)`` returns a ``HostKernel``, and ``kernel(grid, block, args)`` launches it
 with numpy arrays (by pointer) and numpy scalars (by value), checked against the kernel's own parameter
-sizes. What CuPy cannot tell, the harness adds: a launch can run its fibers and blocks in ``"reverse"``
-order, arrays from ``guarded_empty``/``guarded_array`` carry 4 KiB of 0xFF bytes (NaN as float or half) on
-each side that every launch checks afterwards, and ``launch_each_schedule`` requires both orders to agree.
+sizes. What CuPy cannot tell, the harness adds: a launch runs its blocks one after another with fibers and
+blocks in ``"forward"`` or ``"reverse"`` order, or all blocks at once, ``"interleaved"`` (blocks started
+staggered, switched at every barrier, shuffle and atomic, each with its own shared memory), arrays from
+``guarded_empty``/``guarded_array`` carry 4 KiB of 0xFF bytes (NaN as float or half) on each side that
+every launch checks afterwards, and ``launch_each_schedule`` requires all three schedules to agree.
 """
 
 from __future__ import annotations
@@ -44,9 +46,11 @@ SHIM = Path(__file__).resolve().with_name("host_cuda.h")
 #: code does; g++'s type-based alias analysis must not reorder those accesses on the host.
 CXX_FLAGS = ("-std=c++17", "-O2", "-fPIC", "-shared", "-fvisibility=hidden", "-fno-strict-aliasing")
 
-#: The order in which a launch resumes fibers and runs blocks.
-Schedule = Literal["forward", "reverse"]
-SCHEDULES: tuple[Schedule, ...] = ("forward", "reverse")
+#: How a launch runs its blocks and resumes their fibers (``host_cuda.h``'s opening comment): one block after
+#: another in forward or reverse order, or all blocks at once, interleaved, so that which block reaches an
+#: atomic counter first or last shows.
+Schedule = Literal["forward", "reverse", "interleaved"]
+SCHEDULES: tuple[Schedule, ...] = ("forward", "reverse", "interleaved")
 
 #: Bytes of 0xFF before and after a guarded array's data: an index off by a few elements, or by a short row,
 #: lands in them.
@@ -174,9 +178,9 @@ def _wrappers(names: Sequence[str]) -> str:
     lines = ['#line 1 "<host_cuda wrappers>"']
     for name in names:
         lines += [
-            f"{export} hostcuda_launch_{name}(const unsigned* geometry, void** args, int reverse,"
+            f"{export} hostcuda_launch_{name}(const unsigned* geometry, void** args, int schedule,"
             f' char* error, unsigned long error_size) {{ return ::hostcuda::launch("{name}", &{name},'
-            " geometry, args, reverse, error, error_size); }",
+            " geometry, args, schedule, error, error_size); }",
             f"{export} hostcuda_parameters_{name}(long long* sizes, long long* pointees, int capacity) {{"
             f" return ::hostcuda::parameters(&{name}, sizes, pointees, capacity); }}",
         ]
@@ -366,7 +370,7 @@ class HostKernel:
                 arrays.append((index, arg))
         pointers = (ctypes.c_void_p * max(1, len(held)))(*(ctypes.addressof(slot) for slot in held))
         error = ctypes.create_string_buffer(4096)
-        if self.launcher(geometry, pointers, int(schedule == "reverse"), error, len(error)):
+        if self.launcher(geometry, pointers, SCHEDULES.index(schedule), error, len(error)):
             raise HostCudaError(error.value.decode(errors="replace"))
         for index, array in arrays:
             check_guards(array, f"kernel {self.name} argument {index}")
@@ -457,25 +461,28 @@ def kernel_module(module_name: str) -> HostModule:
 def launch_each_schedule(
     kernel: HostKernel, grid: int | tuple[int, ...], block: int | tuple[int, ...], args: Sequence[Any]
 ) -> tuple[Any, ...]:
-    """Launch ``kernel`` once per schedule, each time on fresh guarded copies of the array arguments (the
-    originals are not touched), and require every array to end bit-identical in both: a missing barrier or
-    an order-dependent reduction shows as a difference. Returns the forward run's arguments."""
+    """Launch ``kernel`` once per schedule (``SCHEDULES``), each time on fresh guarded copies of the array
+    arguments (the originals are not touched), and require every array to end bit-identical in all of them:
+    a missing barrier, an order-dependent reduction or a block that uses other blocks' results before they
+    are written shows as a difference. Returns the forward run's arguments."""
     runs = []
     for schedule in SCHEDULES:
         copies = tuple(guarded_array(arg) if isinstance(arg, np.ndarray) else arg for arg in args)
         kernel(grid, block, copies, schedule=schedule)
         runs.append(copies)
-    for index, (first, second) in enumerate(zip(*runs, strict=True)):
-        if not isinstance(first, np.ndarray):
-            continue
-        first_bytes, second_bytes = (
-            run.reshape(-1).view(np.uint8).reshape(first.size, first.itemsize) for run in (first, second)
-        )
-        differ = np.flatnonzero((first_bytes != second_bytes).any(axis=1))
-        if differ.size:
-            at = int(differ[0])
-            raise HostCudaError(
-                f"kernel {kernel.name} argument {index}: the {SCHEDULES[0]} and {SCHEDULES[1]} schedules "
-                f"disagree (first at element {at}: {first.flat[at]!r} vs {second.flat[at]!r})"
+    for schedule, run in zip(SCHEDULES[1:], runs[1:], strict=True):
+        for index, (first, other) in enumerate(zip(runs[0], run, strict=True)):
+            if not isinstance(first, np.ndarray):
+                continue
+            first_bytes, other_bytes = (
+                array.reshape(-1).view(np.uint8).reshape(first.size, first.itemsize)
+                for array in (first, other)
             )
+            differ = np.flatnonzero((first_bytes != other_bytes).any(axis=1))
+            if differ.size:
+                at = int(differ[0])
+                raise HostCudaError(
+                    f"kernel {kernel.name} argument {index}: the {SCHEDULES[0]} and {schedule} schedules "
+                    f"disagree (first at element {at}: {first.flat[at]!r} vs {other.flat[at]!r})"
+                )
     return runs[0]

@@ -1,20 +1,34 @@
 // The CUDA a kernel source needs, on the host: force-included (g++ -include) before a .cu file compiled as
 // C++17, so the real kernel bodies run on the CPU (tests/host_cuda/__init__.py is the driver).
 //
-// A launch runs its blocks one after another; the threads of a block are cooperative fibers (ucontext), one
-// OS thread, each CUDA thread on its own stack. A fiber runs until it reaches __syncthreads, a warp shuffle
-// or its end; then the scheduler releases what may go on:
+// The threads of a block are cooperative fibers (ucontext), one OS thread, each CUDA thread on its own
+// stack. A fiber runs until it reaches __syncthreads, a warp shuffle or its end (or, in the interleaved
+// schedule, an atomic); then the scheduler releases what may go on:
 //   - a shuffle, once every lane named in its mask waits at that same shuffle with that mask (lanes deposit
 //     their values first, then each reads its partner's: two phases, so no value is overwritten early);
 //   - a barrier, once every thread of the block waits at that same __syncthreads.
 // Anything else with nothing left to run is a deadlock on a GPU, or undefined behaviour: the launch stops
 // with an error that names the kernel, the block, the threads and the source lines (a divergent barrier,
 // threads at different barriers, a lane of a shuffle's mask that has returned or waits elsewhere).
-// The order in which fibers are resumed and blocks are run is forward or reverse, chosen per launch: a
-// kernel that reads shared memory another thread writes without a barrier between, or whose result depends
-// on which block finishes last, gives different results under the two orders.
+// Three schedules, chosen per launch:
+//   - forward and reverse: the blocks run one after another, in that order, and each block resumes its
+//     fibers in that order. A kernel that reads shared memory another thread writes without a barrier
+//     between gives different results under the two.
+//   - interleaved: the blocks run at the same time. Blocks of up to kMaxResidentThreads threads in all are
+//     resident (later blocks start as earlier ones end, as on a full GPU); a new block starts every
+//     kStaggerTurns rounds, so earlier blocks are ahead. Each round gives every resident block one turn,
+//     in block order: a pass over its runnable fibers (forward order), or the release of one shuffle or
+//     barrier. An atomic returns to the scheduler once done and ends its block's turn; from the block's
+//     next release on, its turns resume one fiber each, and a fiber that has performed an atomic is
+//     resumed after the block's other runnable fibers. So other blocks run between a block's atomic and
+//     its use of the result, and between its threads' reads of what other blocks wrote and its thread's
+//     reset of the counter: a kernel in which the first block to reach a counter combines partials the
+//     others have not written yet gives a different result (NaN or a wrong value) here, deterministically.
+//     It cannot show when one thread's uninterrupted code both reads the partials and resets the counter.
 // __shared__ variables are block-shared statics in one ELF section, filled with 0xFF bytes (NaN as float
-// or half) before every block, so a read of shared memory no thread of the block wrote shows up as NaN.
+// or half) when a block starts, so a read of shared memory no thread of the block wrote shows up as NaN.
+// Interleaved, each resident block has its own copy of the section, swapped in when the block's turn
+// comes.
 
 #include <math.h>
 #include <stdint.h>
@@ -24,7 +38,9 @@
 #include <time.h>
 #include <ucontext.h>
 
+#include <algorithm>
 #include <string>
+#include <vector>
 #include <type_traits>
 #include <utility>
 
@@ -53,7 +69,7 @@ struct alignas(16) float4 {
 #define __device__
 #define __forceinline__ inline __attribute__((always_inline))
 #define __launch_bounds__(...)
-// Statics in one section, so the driver can poison all of them at once between blocks (the linker defines
+// Statics in one section, so the shim can poison, save and restore all of them at once (the linker defines
 // __start_/__stop_ symbols for a section whose name is a C identifier).
 #define __shared__ static __attribute__((section("hostcuda_shared")))
 
@@ -128,6 +144,12 @@ inline unsigned long long monotonic_ns() {
 constexpr unsigned kMaxThreads = 1024;           // per block, as on every CUDA GPU
 constexpr size_t kStackBytes = 256 * 1024;       // per fiber; untouched pages cost no memory
 constexpr size_t kGuardBytes = 64 * 1024;        // below each stack, no access: an overflow faults at once
+// Interleaved: the threads of all resident blocks together, so at most this many fibers (and 2 mappings
+// each, of vm.max_map_count's 65530) ever exist; each touches a page or two of its stack.
+constexpr unsigned kMaxResidentThreads = 8192;
+constexpr unsigned kStaggerTurns = 6;            // interleaved: rounds between the starts of two blocks
+
+enum Schedule { kForward = 0, kReverse = 1, kInterleaved = 2 };
 
 enum class Wait { running, barrier, shuffle, done };
 enum class ShuffleMode { idx, up, down, bfly };
@@ -138,6 +160,7 @@ struct Fiber {
     uint3 thread_idx;
     unsigned linear;
     Wait wait;
+    bool atomic;  // interleaved: it has performed an atomic (it is then resumed after the others)
     // Where it waits: the call's return address tells apart the inlined copies of one source line.
     const void* site;
     int line;
@@ -149,13 +172,27 @@ struct Fiber {
     unsigned long long value, result;
 };
 
+// Interleaved: a resident block.
+struct Slot {
+    bool active;
+    bool after_atomic;  // one of its fibers has performed an atomic
+    bool one_by_one;    // and a shuffle or barrier has been released since: one fiber per turn
+    uint3 block_idx;
+    Fiber* fibers;      // its n_threads fibers
+    char* shared;       // its copy of the shared section, while another block's is in place
+};
+
 struct State {
     const char* kernel;
     dim3 grid, block;
     uint3 block_idx;
     unsigned n_threads;
+    int schedule;
     bool reverse;
+    Fiber* fibers;  // the current block's fibers
     Fiber* current;
+    Slot* slot;          // interleaved: the current block
+    Slot* shared_owner;  // interleaved: the block whose shared memory is in the section
     ucontext_t scheduler;
     void (*body)(void*);
     void* closure;
@@ -163,7 +200,7 @@ struct State {
 };
 
 inline State g;  // the launch in progress (the driver runs one at a time)
-inline Fiber fibers[kMaxThreads];
+inline Fiber fibers[kMaxResidentThreads];  // all fibers; a block's are consecutive
 
 inline std::string thread_name(const Fiber& f) {
     char text[96];
@@ -270,7 +307,8 @@ inline int missing_lane(const Fiber& f) {
     if (!(f.mask >> (f.linear % 32) & 1u)) return (int)(f.linear % 32);  // a lane must name itself
     for (unsigned lane = 0; lane < 32; ++lane) {
         if (!(f.mask >> lane & 1u)) continue;
-        if (warp_first + lane >= g.n_threads || !same_shuffle(f, fibers[warp_first + lane])) return (int)lane;
+        if (warp_first + lane >= g.n_threads || !same_shuffle(f, g.fibers[warp_first + lane]))
+            return (int)lane;
     }
     return -1;
 }
@@ -281,12 +319,12 @@ inline int missing_lane(const Fiber& f) {
 // completed.
 inline bool complete_a_shuffle() {
     for (unsigned k = 0; k < g.n_threads; ++k) {
-        Fiber& f = fibers[g.reverse ? g.n_threads - 1 - k : k];
+        Fiber& f = g.fibers[g.reverse ? g.n_threads - 1 - k : k];
         if (f.wait != Wait::shuffle || missing_lane(f) >= 0) continue;
         const unsigned warp_first = f.linear & ~31u;
         for (unsigned lane = 0; lane < 32; ++lane) {
             if (!(f.mask >> lane & 1u)) continue;
-            Fiber& reader = fibers[warp_first + lane];
+            Fiber& reader = g.fibers[warp_first + lane];
             const unsigned source = source_lane(reader);
             if (!(f.mask >> source & 1u)) {
                 char text[160];
@@ -295,10 +333,10 @@ inline bool complete_a_shuffle() {
                 fail(thread_name(reader) + " at " + text);
                 return false;
             }
-            reader.result = fibers[warp_first + source].value;
+            reader.result = g.fibers[warp_first + source].value;
         }
         for (unsigned lane = 0; lane < 32; ++lane)
-            if (f.mask >> lane & 1u) fibers[warp_first + lane].wait = Wait::running;
+            if (f.mask >> lane & 1u) g.fibers[warp_first + lane].wait = Wait::running;
         return true;
     }
     return false;
@@ -310,7 +348,7 @@ inline bool release_barrier() {
     const Fiber *first_barrier = nullptr, *first_done = nullptr;
     unsigned at_barrier = 0, done = 0;
     for (unsigned i = 0; i < g.n_threads; ++i) {
-        const Fiber& f = fibers[i];
+        const Fiber& f = g.fibers[i];
         if (f.wait == Wait::shuffle) {
             const int lane = missing_lane(f);
             const unsigned named = (f.linear & ~31u) + (unsigned)lane;
@@ -319,7 +357,7 @@ inline bool release_barrier() {
             else if (named >= g.n_threads)
                 fail(thread_name(f) + " " + where(f) + but + "does not exist (the block has " +
                      std::to_string(g.n_threads) + " threads)");
-            else fail(thread_name(f) + " " + where(f) + but + where(fibers[named]));
+            else fail(thread_name(f) + " " + where(f) + but + where(g.fibers[named]));
             return false;
         }
         if (f.wait == Wait::done) {
@@ -337,7 +375,7 @@ inline bool release_barrier() {
         return false;
     }
     for (unsigned i = 0; i < g.n_threads; ++i) {
-        const Fiber& f = fibers[i];
+        const Fiber& f = g.fibers[i];
         if (f.site != first_barrier->site || f.line != first_barrier->line) {
             fail("divergent __syncthreads: " + thread_name(*first_barrier) + " waits at line " +
                  std::to_string(first_barrier->line) + ", " + thread_name(f) + " at line " +
@@ -345,19 +383,22 @@ inline bool release_barrier() {
             return false;
         }
     }
-    for (unsigned i = 0; i < g.n_threads; ++i) fibers[i].wait = Wait::running;
+    for (unsigned i = 0; i < g.n_threads; ++i) g.fibers[i].wait = Wait::running;
     return true;
+}
+
+inline size_t shared_bytes() {
+    return (uintptr_t)__stop_hostcuda_shared - (uintptr_t)__start_hostcuda_shared;
 }
 
 inline bool run_block() {
     const unsigned n = g.n_threads;
-    for (unsigned i = 0; i < n; ++i) fibers[i].wait = Wait::running;
-    const size_t shared_bytes = (uintptr_t)__stop_hostcuda_shared - (uintptr_t)__start_hostcuda_shared;
-    if (shared_bytes) memset(__start_hostcuda_shared, 0xff, shared_bytes);
+    for (unsigned i = 0; i < n; ++i) g.fibers[i].wait = Wait::running;
+    if (shared_bytes()) memset(__start_hostcuda_shared, 0xff, shared_bytes());
     for (;;) {
         bool all_done = true;
         for (unsigned k = 0; k < n; ++k) {
-            Fiber& f = fibers[g.reverse ? n - 1 - k : k];
+            Fiber& f = g.fibers[g.reverse ? n - 1 - k : k];
             if (f.wait == Wait::running) {
                 g.current = &f;
                 swapcontext(&g.scheduler, &f.context);
@@ -371,14 +412,17 @@ inline bool run_block() {
     }
 }
 
-inline bool prepare_fibers() {
-    for (unsigned i = 0; i < g.n_threads; ++i) {
-        Fiber& f = fibers[i];
+// Give fibers[first .. first + count) stacks (mapped once, kept for later launches) and fresh contexts
+// that start the kernel, as threads 0 .. count - 1 of a block.
+inline bool prepare_fibers(unsigned first, unsigned count) {
+    for (unsigned i = 0; i < count; ++i) {
+        Fiber& f = fibers[first + i];
         if (!f.stack) {
             void* memory = mmap(nullptr, kGuardBytes + kStackBytes, PROT_READ | PROT_WRITE,
                                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
             if (memory == MAP_FAILED || mprotect(memory, kGuardBytes, PROT_NONE) != 0) {
-                g.error = "cannot map a fiber stack";
+                if (memory != MAP_FAILED) munmap(memory, kGuardBytes + kStackBytes);
+                g.error = "cannot map a fiber stack (fiber " + std::to_string(first + i) + ")";
                 return false;
             }
             f.stack = static_cast<char*>(memory) + kGuardBytes;
@@ -390,36 +434,136 @@ inline bool prepare_fibers() {
         makecontext(&f.context, fiber_main, 0);
         f.linear = i;
         f.thread_idx = {i % g.block.x, i / g.block.x % g.block.y, i / (g.block.x * g.block.y)};
+        f.wait = Wait::running;
+        f.atomic = false;
     }
     return true;
 }
 
-// Run body(closure) as kernel `kernel` on grid geometry[0..2] of blocks geometry[3..5]. Returns 0, or 1
-// with the reason in error.
-inline int run(const char* kernel, const unsigned* geometry, void (*body)(void*), void* closure, int reverse,
+inline uint3 block_index(unsigned long long b) {
+    return {(unsigned)(b % g.grid.x), (unsigned)(b / g.grid.x % g.grid.y),
+            (unsigned)(b / ((unsigned long long)g.grid.x * g.grid.y))};
+}
+
+// Interleaved: make `slot` the current block, its shared memory in the section (the previous owner's
+// saved first).
+inline void switch_to(Slot& slot) {
+    if (g.shared_owner != &slot) {
+        const size_t bytes = shared_bytes();
+        if (bytes && g.shared_owner) memcpy(g.shared_owner->shared, __start_hostcuda_shared, bytes);
+        if (bytes) memcpy(__start_hostcuda_shared, slot.shared, bytes);
+        g.shared_owner = &slot;
+    }
+    g.slot = &slot;
+    g.fibers = slot.fibers;
+    g.block_idx = slot.block_idx;
+}
+
+// Interleaved: one turn of `slot`'s block. Resumes each runnable fiber once (forward order; fibers that
+// have performed an atomic last), stopping after a fiber's first atomic, or after the first fiber once the
+// block is one_by_one; when none is runnable, releases one shuffle or barrier (one_by_one from then on if
+// the block has performed an atomic), or marks the block inactive once all its fibers have returned.
+// Returns false on an error.
+inline bool turn(Slot& slot) {
+    switch_to(slot);
+    const unsigned n = g.n_threads;
+    bool ran = false;
+    for (int deferred = 0; deferred < 2; ++deferred) {
+        for (unsigned i = 0; i < n; ++i) {
+            Fiber& f = slot.fibers[i];
+            if (f.wait != Wait::running || f.atomic != (deferred == 1)) continue;
+            const bool atomic_before = f.atomic;
+            g.current = &f;
+            swapcontext(&g.scheduler, &f.context);
+            if (!g.error.empty()) return false;
+            ran = true;
+            if (f.atomic && !atomic_before) {  // the turn ends at an atomic
+                slot.after_atomic = true;
+                return true;
+            }
+            if (slot.one_by_one) return true;
+        }
+    }
+    if (ran) return true;
+    bool all_done = true;
+    for (unsigned i = 0; i < n && all_done; ++i) all_done = slot.fibers[i].wait == Wait::done;
+    if (all_done) {
+        slot.active = false;
+        return true;
+    }
+    if (!complete_a_shuffle() && (!g.error.empty() || !release_barrier())) return false;
+    slot.one_by_one = slot.after_atomic;
+    return true;
+}
+
+inline std::vector<char> shared_copies;  // interleaved: each resident block's copy of the shared section
+inline std::vector<Slot> slots;           // interleaved: the resident blocks
+
+// Interleaved: all blocks of the launch, kMaxResidentThreads threads' worth at a time (see the opening
+// comment). Returns false on an error.
+inline bool run_interleaved(unsigned long long n_blocks) {
+    const unsigned width =
+        (unsigned)std::min<unsigned long long>(n_blocks, kMaxResidentThreads / g.n_threads);
+    const size_t bytes = shared_bytes();
+    if (shared_copies.size() < width * bytes) shared_copies.resize(width * bytes);
+    slots.resize(width);
+    for (unsigned s = 0; s < width; ++s)
+        slots[s] = {false, false, false, {0, 0, 0}, fibers + (size_t)s * g.n_threads,
+                    shared_copies.data() + s * bytes};
+    g.shared_owner = nullptr;
+    unsigned long long next = 0;
+    unsigned resident = 0;
+    for (unsigned long long round = 0; next < n_blocks || resident; ++round) {
+        if (next < n_blocks && resident < width && (round % kStaggerTurns == 0 || !resident)) {
+            Slot& slot = *std::find_if(slots.begin(), slots.end(), [](const Slot& s) { return !s.active; });
+            if (!prepare_fibers((unsigned)(slot.fibers - fibers), g.n_threads)) return false;
+            slot.active = true;
+            slot.after_atomic = slot.one_by_one = false;
+            slot.block_idx = block_index(next++);
+            if (bytes) memset(slot.shared, 0xff, bytes);
+            if (g.shared_owner == &slot) g.shared_owner = nullptr;  // the section holds an ended block's
+            ++resident;
+        }
+        for (unsigned s = 0; s < width; ++s) {
+            if (!slots[s].active) continue;
+            if (!turn(slots[s])) return false;
+            if (!slots[s].active) --resident;
+        }
+    }
+    return true;
+}
+
+// Run body(closure) as kernel `kernel` on grid geometry[0..2] of blocks geometry[3..5] under `schedule`.
+// Returns 0, or 1 with the reason in error.
+inline int run(const char* kernel, const unsigned* geometry, void (*body)(void*), void* closure, int schedule,
                char* error, size_t error_size) {
     g.kernel = kernel;
     g.grid = dim3(geometry[0], geometry[1], geometry[2]);
     g.block = dim3(geometry[3], geometry[4], geometry[5]);
     g.block_idx = {0, 0, 0};
     g.n_threads = g.block.x * g.block.y * g.block.z;
-    g.reverse = reverse != 0;
+    g.schedule = schedule;
+    g.reverse = schedule == kReverse;
+    g.fibers = fibers;
+    g.slot = nullptr;
+    g.shared_owner = nullptr;
     g.body = body;
     g.closure = closure;
     g.error.clear();
     const unsigned long long n_blocks = (unsigned long long)g.grid.x * g.grid.y * g.grid.z;
     if (!n_blocks || !g.n_threads || g.block.x > 1024 || g.block.y > 1024 || g.block.z > 64 ||
         (unsigned long long)g.block.x * g.block.y * g.block.z > kMaxThreads || g.grid.y > 65535 ||
-        g.grid.z > 65535) {
-        char text[160];
-        snprintf(text, sizeof text, "kernel %s: invalid configuration: grid (%u, %u, %u), block (%u, %u, %u)",
-                 kernel, g.grid.x, g.grid.y, g.grid.z, g.block.x, g.block.y, g.block.z);
+        g.grid.z > 65535 || schedule < kForward || schedule > kInterleaved) {
+        char text[192];
+        snprintf(text, sizeof text,
+                 "kernel %s: invalid configuration: grid (%u, %u, %u), block (%u, %u, %u), schedule %d",
+                 kernel, g.grid.x, g.grid.y, g.grid.z, g.block.x, g.block.y, g.block.z, schedule);
         g.error = text;
-    } else if (prepare_fibers()) {
+    } else if (schedule == kInterleaved) {
+        run_interleaved(n_blocks);
+    } else if (prepare_fibers(0, g.n_threads)) {
         for (unsigned long long k = 0; k < n_blocks; ++k) {
-            const unsigned long long b = g.reverse ? n_blocks - 1 - k : k;
-            g.block_idx = {(unsigned)(b % g.grid.x), (unsigned)(b / g.grid.x % g.grid.y),
-                           (unsigned)(b / ((unsigned long long)g.grid.x * g.grid.y))};
+            g.block_idx = block_index(g.reverse ? n_blocks - 1 - k : k);
             if (!run_block()) break;
         }
     }
@@ -437,7 +581,7 @@ void call(void (*kernel)(A...), void** args, std::index_sequence<I...>) {
 }
 
 template <class... A>
-int launch(const char* name, void (*kernel)(A...), const unsigned* geometry, void** args, int reverse,
+int launch(const char* name, void (*kernel)(A...), const unsigned* geometry, void** args, int schedule,
            char* error, size_t error_size) {
     struct Closure {
         void (*kernel)(A...);
@@ -447,7 +591,7 @@ int launch(const char* name, void (*kernel)(A...), const unsigned* geometry, voi
         Closure* k = static_cast<Closure*>(c);
         call(k->kernel, k->args, std::index_sequence_for<A...>{});
     };
-    return run(name, geometry, body, &closure, reverse, error, error_size);
+    return run(name, geometry, body, &closure, schedule, error, error_size);
 }
 
 // -1 for a parameter passed by value, else the size of what the pointer points to (0: void).
@@ -491,30 +635,36 @@ int parameters(void (*)(A...), long long* sizes, long long* pointees, int capaci
 #define __shfl_xor_sync(mask, ...) \
     ::hostcuda::shuffle(__LINE__, "__shfl_xor_sync", ::hostcuda::ShuffleMode::bfly, mask, __VA_ARGS__)
 
-// Blocks run one at a time and fibers switch only at barriers and shuffles: every access is already
-// ordered, so a fence is a compiler barrier and an atomic a plain read-modify-write.
+namespace hostcuda {
+// Interleaved: after an atomic, back to the scheduler (other blocks run before this thread goes on).
+inline void after_atomic() {
+    if (g.schedule != kInterleaved) return;
+    Fiber* self = g.current;
+    self->atomic = true;
+    suspend(self);  // still running: resumed in a later turn of its block
+}
+
+template <class T>
+inline T atomic_add(T* address, T value) {
+    const T old = *address;
+    *address = old + value;
+    after_atomic();
+    return old;
+}
+}  // namespace hostcuda
+
+// One OS thread, and fibers switch only at barriers, shuffles and (interleaved) right after an atomic:
+// every access is already ordered, so a fence is a compiler barrier and an atomic a plain read-modify-write.
 inline void __threadfence() { __atomic_signal_fence(__ATOMIC_SEQ_CST); }
 
-inline int atomicAdd(int* address, int value) {
-    const int old = *address;
-    *address = old + value;
-    return old;
-}
+inline int atomicAdd(int* address, int value) { return ::hostcuda::atomic_add(address, value); }
 inline unsigned int atomicAdd(unsigned int* address, unsigned int value) {
-    const unsigned int old = *address;
-    *address = old + value;
-    return old;
+    return ::hostcuda::atomic_add(address, value);
 }
 inline unsigned long long atomicAdd(unsigned long long* address, unsigned long long value) {
-    const unsigned long long old = *address;
-    *address = old + value;
-    return old;
+    return ::hostcuda::atomic_add(address, value);
 }
-inline float atomicAdd(float* address, float value) {
-    const float old = *address;
-    *address = old + value;
-    return old;
-}
+inline float atomicAdd(float* address, float value) { return ::hostcuda::atomic_add(address, value); }
 
 #define rsqrtf(x) ::hostcuda::rsqrt(x)
 
