@@ -117,10 +117,15 @@ def point_columns(frame: pd.DataFrame) -> list[str]:
     return [key for key in POINT_KEYS if key in frame.columns]
 
 
-def pooled_samples(rows: pd.DataFrame) -> np.ndarray:
+def pooled_samples(rows: pd.DataFrame, as_rate: bool = False) -> np.ndarray:
     """Raw per-iteration samples (s) of ``rows`` (one measured point, any number of runs) in one sorted array,
-    thinned to at most ``MAX_SAMPLES``; empty when no row saved its samples."""
-    parts = [np.asarray(data, dtype=float) for data in rows["data"] if isinstance(data, list | np.ndarray)]
+    thinned to at most ``MAX_SAMPLES``; empty when no row saved its samples. ``as_rate``: each sample as its
+    row's ``bytes`` over the sample, B/s, so that rows of different sizes pool and compare."""
+    parts = [
+        row.bytes / np.asarray(row.data, dtype=float) if as_rate else np.asarray(row.data, dtype=float)
+        for row in rows.itertuples(index=False)
+        if isinstance(row.data, list | np.ndarray)
+    ]
     if not parts:
         return np.empty(0)
     pooled = np.sort(np.concatenate(parts))
@@ -246,7 +251,9 @@ class Anchor:
     """The measured point whose raw samples judge a difference in a figure between two machines: the rows
     of ``case`` (and ``op``/``mode`` when given) at the ``pick`` ("smallest" or "largest") value of
     ``size`` ("n" or "n_kernels") that both machines measured, among the sizes listed in the fit column
-    ``within`` when given (e.g. the sizes the in-cache law was fitted on)."""
+    ``within`` when given (e.g. the sizes the in-cache law was fitted on). ``as_rate``: the samples are
+    compared as bytes per second, so each machine's own point counts even where the sizes differ (the
+    bandwidth cases size their arrays by each machine's last-level cache)."""
 
     case: str
     size: str | None = None
@@ -254,6 +261,7 @@ class Anchor:
     op: str | None = None
     mode: str | None = None
     within: str | None = None
+    as_rate: bool = False
 
 
 @dataclass(frozen=True)
@@ -317,7 +325,13 @@ HOST_FIGURES = (
         Anchor("ufunc_size", "n", within="dram_sizes"),
     ),
     FigureSpec(
-        "host", "copy_bytes_per_s", None, None, "copy bandwidth", "B/s", Anchor("host_bandwidth", op="copy")
+        "host",
+        "copy_bytes_per_s",
+        None,
+        None,
+        "copy bandwidth",
+        "B/s",
+        Anchor("host_bandwidth", op="copy", as_rate=True),
     ),
     FigureSpec(
         "host",
@@ -326,7 +340,16 @@ HOST_FIGURES = (
         None,
         "triad bandwidth",
         "B/s",
-        Anchor("host_bandwidth", op="triad"),
+        Anchor("host_bandwidth", op="triad", as_rate=True),
+    ),
+    FigureSpec(
+        "host",
+        "read_bytes_per_s",
+        None,
+        None,
+        "read bandwidth",
+        "B/s",
+        Anchor("host_bandwidth", op="read", as_rate=True),
     ),
 )
 
@@ -414,16 +437,20 @@ def _anchor_rows(frame: pd.DataFrame, anchor: Anchor, base_fit: pd.Series, fit: 
     return rows.iloc[0:0]
 
 
-def _point_text(rows: pd.DataFrame) -> str:
-    """How a judged point is named in the table: its case and coordinates."""
+def _point_text(rows: pd.DataFrame, as_rate: bool) -> str:
+    """How a judged point is named in the table: its case and coordinates (sizes left out, and the samples
+    said to be rates, where ``as_rate`` compares each machine's own size)."""
     if rows.empty:
         return ""
     row = rows.iloc[0]
     parts = [str(row["case"])]
-    for key in ("op", "n", "pieces", "variant", "mode", "n_kernels", "kernel_ns"):
+    keys = ("op", "variant", "mode") if as_rate else ("op", "n", "pieces", "variant", "mode", "n_kernels")
+    for key in (*keys, "kernel_ns"):
         value = row.get(key)
         if value is not None and not (isinstance(value, float) and math.isnan(value)):
             parts.append(f"{key}={int(value) if isinstance(value, float) else value}")
+    if as_rate:
+        parts.append("as B/s (each machine's own size)")
     return " ".join(parts)
 
 
@@ -462,13 +489,13 @@ def figure_table(frame: pd.DataFrame, fits: Fits, baseline: str | None) -> pd.Da
                 mark, p_value = spec.unjudged, math.nan
             else:
                 point = _anchor_rows(frame, spec.anchor, base_fit, fit)
-                judged_on = _point_text(point)
+                judged_on = _point_text(point, spec.anchor.as_rate)
                 if point.empty:
                     mark, p_value = "not judged: no point measured on both machines", math.nan
                 else:
                     mark, p_value = judge(
-                        pooled_samples(point[point["machine_id"] == machine]),
-                        pooled_samples(point[point["machine_id"] == base]),
+                        pooled_samples(point[point["machine_id"] == machine], spec.anchor.as_rate),
+                        pooled_samples(point[point["machine_id"] == base], spec.anchor.as_rate),
                     )
             rows.append(
                 {

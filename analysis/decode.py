@@ -2,10 +2,10 @@
 
 Rows of ``case == "decode_step"`` (``benchmarks/test_decode_step.py``). For each measured step, per machine:
 
-- CPU (numpy): work = bytes / host bandwidth, the higher of the STREAM copy and triad bandwidths that
-  ``analysis.host.fit_host`` measured in the same run; per-call cost = its fitted t0. Serial bound = work +
-  calls × t0, overlapped bound = max(work, calls × t0) (numpy cannot overlap its calls, so the serial bound
-  is the one to expect).
+- CPU (numpy): work = bytes / host bandwidth, the highest of the copy, triad and read bandwidths that
+  ``analysis.host.fit_host`` measured in the same run (runs older than the read case have copy and triad
+  only); per-call cost = its fitted t0. Serial bound = work + calls × t0, overlapped bound = max(work,
+  calls × t0) (numpy cannot overlap its calls, so the serial bound is the one to expect).
 - GPU (CuPy): work = ``model.roofline.decode_step`` of the step's configuration on the GPU's spec
   (``model.hardware.spec_for_device_name``); per-launch cost from ``analysis.launch.fit_launch`` of the same
   run. Eager: ``model.launch.compose(work, kernels, launch_s)``, both bounds plus the synchronise round trip
@@ -25,7 +25,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from analysis.host import fit_host
+from analysis.host import BANDWIDTH_OPS, fit_host
 from analysis.launch import fit_launch, fitted, usable_cost
 from model.hardware import spec_for_device_name
 from model.launch import compose, compose_graph
@@ -55,7 +55,7 @@ DECODE_COLUMNS = (
     "position",  # (measured − overlapped) / (serial − overlapped)
     "within_bounds",
     "achieved_bytes_per_s",  # bytes / measured_s
-    "reference_bytes_per_s",  # GPU: datasheet bandwidth; CPU: measured STREAM bandwidth
+    "reference_bytes_per_s",  # GPU: datasheet bandwidth; CPU: best measured host bandwidth
     "bandwidth_fraction",  # achieved / reference
     "runs",  # rows (saved runs) the measurement is the median of
 )
@@ -184,12 +184,12 @@ def summary_section(frame: pd.DataFrame) -> list[str]:
 
 
 def _cpu_prediction(row: dict[str, object], host: pd.DataFrame | None) -> dict[str, float]:
-    """CPU bounds from the machine's ``fit_host`` row: bytes / best STREAM bandwidth, calls × t0."""
+    """CPU bounds from the machine's ``fit_host`` row: bytes / best host bandwidth, calls × t0."""
     machine_id = row["machine_id"]
     if host is None or machine_id not in host.index:
         return {}
     fit = host.loc[machine_id]
-    bandwidths = [float(fit[name]) for name in ("copy_bytes_per_s", "triad_bytes_per_s")]
+    bandwidths = [float(fit[f"{op}_bytes_per_s"]) for op in BANDWIDTH_OPS]
     bandwidths = [value for value in bandwidths if math.isfinite(value) and value > 0]
     t0_s = float(fit["t0_s"])
     if not bandwidths or not math.isfinite(t0_s):
@@ -290,9 +290,9 @@ def _device_lines(device: str, rows: pd.DataFrame) -> list[str]:
     else:
         head = (
             f"  CPU, {first['config']}, batch {int(first['batch'])}, ctx {fmt_count(first['ctx'])} "
-            "(work: bytes / measured STREAM bandwidth; per op: fitted numpy t0)"
+            "(work: bytes / best measured host bandwidth; per op: fitted numpy t0)"
         )
-        ops, reference = "numpy calls", "of STREAM"
+        ops, reference = "numpy calls", "of host"
     cells = []
     for row in rows.itertuples(index=False):
         mode = row.mode if isinstance(row.mode, str) else "-"

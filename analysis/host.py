@@ -4,7 +4,8 @@ From a frame of ``analysis.load`` (one or several runs), per ``machine_id``:
 
 - ``fit_host``: the fixed-overhead law t(n) = t0 + n/r∞ fitted to ``ufunc_size`` at sizes whose working set
   fits the core's own cache (``core_cache_bytes``), the per-element cost at sizes at least twice the
-  last-level cache (``llc_bytes``, i.e. from DRAM), and the STREAM copy/triad bandwidth;
+  last-level cache (``llc_bytes``, i.e. from DRAM), the STREAM copy/triad bandwidth and the read-only
+  bandwidth of BLAS's matrix-vector product (``read``);
 - ``predict_many_vs_one``: what that law predicts for ``many_vs_one`` beside what was measured;
 - ``summary_section``: the terminal lines of both.
 
@@ -45,6 +46,8 @@ from model.units import (
 DRAM_LLC_FACTOR = 2
 #: The per-point statistic (a pytest-benchmark stats column, seconds per call): see the module docstring.
 STATISTIC = "min"
+#: The ``host_bandwidth`` ops: STREAM copy and triad, and the read-only stream through BLAS.
+BANDWIDTH_OPS = ("copy", "triad", "read")
 
 HOST_COLUMNS = (
     "machine_id",
@@ -69,6 +72,7 @@ HOST_COLUMNS = (
     "dram_points",
     "copy_bytes_per_s",
     "triad_bytes_per_s",
+    "read_bytes_per_s",
     "core_cache_bytes",
     "llc_bytes",
     "ci_method",
@@ -295,9 +299,10 @@ def _dram_columns(fit: PerElementFit) -> dict[str, object]:
 
 
 def _bandwidths(rows: pd.DataFrame) -> dict[str, float]:
-    """STREAM bandwidth per op, B/s: bytes moved per call over the fastest call (median over runs)."""
+    """Bandwidth per op (copy, triad, read), B/s: bytes moved per call over the fastest call (median over
+    runs)."""
     result = {}
-    for op in ("copy", "triad"):
+    for op in BANDWIDTH_OPS:
         cases = rows[rows["op"] == op]
         if not cases.empty:
             result[f"{op}_bytes_per_s"] = float((cases["bytes"] / cases[STATISTIC]).median())
@@ -346,11 +351,15 @@ def _bandwidth_lines(fit: tuple) -> list[str]:
         for op, value in (("copy", fit.copy_bytes_per_s), ("triad", fit.triad_bytes_per_s))
         if not math.isnan(value)
     ]
-    if not parts:
-        return []
-    return [
-        f"  host bandwidth (STREAM)  {', '.join(parts)}   (bytes by STREAM's convention: no write-allocate)"
-    ]
+    lines = []
+    if parts:
+        convention = "(bytes by STREAM's convention: no write-allocate)"
+        lines.append(f"  host bandwidth (STREAM)  {', '.join(parts)}   {convention}")
+    if not math.isnan(fit.read_bytes_per_s):
+        lines.append(
+            f"  read bandwidth (BLAS)    {fmt_rate(fit.read_bytes_per_s)}   (float32 W @ x: W read once)"
+        )
+    return lines
 
 
 def _many_vs_one_lines(predictions: pd.DataFrame) -> list[str]:

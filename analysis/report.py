@@ -207,7 +207,7 @@ def _host_lines(fits: Fits, figures: dict[str, str]) -> list[str]:
                 else "not measured",
                 " / ".join(
                     fmt_rate(v) if not math.isnan(v) else "—"
-                    for v in (fit.copy_bytes_per_s, fit.triad_bytes_per_s)
+                    for v in (fit.copy_bytes_per_s, fit.triad_bytes_per_s, fit.read_bytes_per_s)
                 ),
                 str(fit.ci_method),
             ]
@@ -218,7 +218,7 @@ def _host_lines(fits: Fits, figures: dict[str, str]) -> list[str]:
         "per element, in cache",
         "n½ (elements)",
         "per element, from DRAM",
-        "copy / triad bandwidth",
+        "copy / triad / read bandwidth",
         "interval from",
     ]
     lines += [*markdown_table(header, rows), ""]
@@ -365,9 +365,9 @@ def _decode_lines(fits: Fits, figures: dict[str, str]) -> list[str]:
         "## Decode step: measured vs predicted",
         "",
         "One token per step. Predicted: bytes at the reference bandwidth (GPU: the roofline step on its "
-        "spec; CPU: the measured STREAM bandwidth) plus the per-call or per-launch cost fitted in the same "
-        "run, overlapped and serial. Where: between the bounds, 0 = at the overlapped one and 1 = at the "
-        "serial one; outside them, the ratio to the nearer bound.",
+        "spec; CPU: the best measured host bandwidth, copy, triad or read) plus the per-call or per-launch "
+        "cost fitted in the same run, overlapped and serial. Where: between the bounds, 0 = at the "
+        "overlapped one and 1 = at the serial one; outside them, the ratio to the nearer bound.",
         "",
     ]
     rows = []

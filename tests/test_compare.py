@@ -17,6 +17,8 @@ from analysis.compare import (
     MARK_NOT_SIGNIFICANT,
     MARK_SIGNIFICANT,
     choose_baseline,
+    figure_table,
+    fit_all,
     mann_whitney_u,
     point_columns,
     point_table,
@@ -132,3 +134,27 @@ def test_point_table_says_when_it_cannot_judge(two_machines: Path) -> None:
     others = table[~table["machine_id"].str.startswith("slow")]
     assert (others["mark"] == MARK_NO_DATA).all()
     assert others["p_value"].isna().all()
+
+
+def test_bandwidth_is_judged_as_a_rate_across_array_sizes(tmp_path: Path) -> None:
+    """The bandwidth cases size their arrays by each machine's LLC: a machine with twice the arrays and twice
+    the time per pass has the same bandwidth, and must not be judged different on its raw times."""
+    doc = json.loads((DATA / "cpu-2core-epyc-full.json").read_text(encoding="utf-8"))
+    big = slower_copy(doc, "big-llc", 1.0)
+    for bench in big["benchmarks"]:
+        info, stats = bench["extra_info"], bench["stats"]
+        if info.get("case") == "host_bandwidth":
+            info["n"], info["bytes"] = 2 * info["n"], 2 * info["bytes"]
+            for key in ("min", "max", "mean", "median", "q1", "q3"):
+                stats[key] *= 2
+            stats["data"] = [2 * x for x in stats["data"]]
+    for name, run in (("a.json", doc), ("b.json", big)):
+        (tmp_path / name).write_text(json.dumps(run), encoding="utf-8")
+    frame = load_runs([tmp_path], samples=True).frame
+    table = figure_table(frame, fit_all(frame), baseline="big-llc")
+    rates = table[(table["unit"] == "B/s") & ~table["machine_id"].str.startswith("big-llc")]
+    assert set(rates["figure"]) == {"copy bandwidth", "triad bandwidth", "read bandwidth"}
+    assert np.allclose(rates["ratio"], 1.0)
+    assert (rates["mark"] == MARK_NOT_SIGNIFICANT).all()
+    assert (rates["p_value"] == 1.0).all()
+    assert rates["judged_on"].str.endswith("as B/s (each machine's own size)").all()

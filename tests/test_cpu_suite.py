@@ -155,6 +155,7 @@ def _frame() -> pd.DataFrame:
             )  # fmt: skip
     rows.append(_row("host_bandwidth", 0.1, n=2**25, bytes=2 * 10**9, op="copy"))
     rows.append(_row("host_bandwidth", 0.2, n=2**25, bytes=3 * 10**9, op="triad"))
+    rows.append(_row("host_bandwidth", 0.04, n=2**25, bytes=10**9, op="read", dtype="float32"))
     return pd.DataFrame(rows)
 
 
@@ -173,6 +174,7 @@ def test_fit_host_recovers_the_law_the_dram_cost_and_the_bandwidth() -> None:
     assert fit["dram_s_per_element"] == pytest.approx(DRAM_S_PER_ELEMENT, rel=1e-6)
     assert fit["copy_bytes_per_s"] == pytest.approx(2e10)
     assert fit["triad_bytes_per_s"] == pytest.approx(1.5e10)
+    assert fit["read_bytes_per_s"] == pytest.approx(2.5e10)
 
 
 def test_many_vs_one_prediction_is_pieces_times_the_law() -> None:
@@ -224,6 +226,7 @@ def test_summary_section_reports_every_figure() -> None:
     assert "per element, from DRAM" in text
     assert "n½ = t0·r∞" in text
     assert "copy 20.0 GB/s, triad 15.0 GB/s" in text
+    assert "read bandwidth (BLAS)    25.0 GB/s" in text
     assert "many small vs one big" in text
     assert summary_lines(_frame()) == lines  # registered in analysis.summary
 

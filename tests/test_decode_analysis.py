@@ -200,3 +200,12 @@ def test_band_figure_draws_every_predicted_step(tmp_path) -> None:
     assert "GPU (CuPy)" in svg and "CPU (numpy)" in svg
     no_prediction = table.assign(serial_s=math.nan, overlapped_s=math.nan)
     assert plot_decode_bands(no_prediction, tmp_path / "none") == []
+
+
+def test_cpu_work_uses_the_read_bandwidth_where_it_is_the_highest() -> None:
+    read_bps = 30e9  # above copy and triad: a step that only reads streams at the read rate
+    host = _host_fits().assign(read_bytes_per_s=read_bps)
+    row = _row(decode_table(_steps(), host_fits=host, launch_fits=_launch_fits()), "unfused", "cpu")
+    assert row["work_s"] == pytest.approx(CPU_BYTES / read_bps)
+    assert row["reference_bytes_per_s"] == read_bps
+    assert row["bandwidth_fraction"] == pytest.approx(CPU_BYTES / 40e-3 / read_bps)
