@@ -21,7 +21,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from analysis.decode import decode_table
-from analysis.host import fit_host, predict_many_vs_one
+from analysis.host import BANDWIDTH_OPS, fit_host, predict_many_vs_one
 from analysis.launch import CUDA_CASES, decode_with_measured, fit_launch, predict_spin
 
 #: Two-sided p-value below which a difference is marked significant.
@@ -324,32 +324,17 @@ HOST_FIGURES = (
         "s",
         Anchor("ufunc_size", "n", within="dram_sizes"),
     ),
-    FigureSpec(
-        "host",
-        "copy_bytes_per_s",
-        None,
-        None,
-        "copy bandwidth",
-        "B/s",
-        Anchor("host_bandwidth", op="copy", as_rate=True),
-    ),
-    FigureSpec(
-        "host",
-        "triad_bytes_per_s",
-        None,
-        None,
-        "triad bandwidth",
-        "B/s",
-        Anchor("host_bandwidth", op="triad", as_rate=True),
-    ),
-    FigureSpec(
-        "host",
-        "read_bytes_per_s",
-        None,
-        None,
-        "read bandwidth",
-        "B/s",
-        Anchor("host_bandwidth", op="read", as_rate=True),
+    *(
+        FigureSpec(
+            "host",
+            f"{op}_bytes_per_s",
+            None,
+            None,
+            f"{op} bandwidth",
+            "B/s",
+            Anchor("host_bandwidth", op=op, as_rate=True),
+        )
+        for op in BANDWIDTH_OPS
     ),
 )
 

@@ -380,10 +380,7 @@ def plot_decode_bands(steps: pd.DataFrame, out_dir: Path) -> list[Path]:
     work time as a tick, the measured host time as a dot (and the CUDA-event time as a ring on the GPU),
     labelled with where the dot falls. One panel per device, each on its own linear time axis from 0, so the
     bars read as proportions of the step."""
-    if steps.empty:
-        return []
-    steps = steps.dropna(subset=["overlapped_s", "serial_s"])
-    if steps.empty:
+    if steps.empty or (steps := steps.dropna(subset=["overlapped_s", "serial_s"])).empty:
         return []
     devices = list(dict.fromkeys(steps["device"]))
     machines = list(dict.fromkeys(steps["machine_id"]))

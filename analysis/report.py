@@ -22,6 +22,7 @@ from analysis.compare import (
     point_table,
 )
 from analysis.decode import where
+from analysis.host import BANDWIDTH_OPS
 from analysis.load import LoadResult
 from analysis.plots import plot_all
 from model.units import (
@@ -207,7 +208,7 @@ def _host_lines(fits: Fits, figures: dict[str, str]) -> list[str]:
                 else "not measured",
                 " / ".join(
                     fmt_rate(v) if not math.isnan(v) else "—"
-                    for v in (fit.copy_bytes_per_s, fit.triad_bytes_per_s, fit.read_bytes_per_s)
+                    for v in (getattr(fit, f"{op}_bytes_per_s") for op in BANDWIDTH_OPS)
                 ),
                 str(fit.ci_method),
             ]
@@ -218,7 +219,7 @@ def _host_lines(fits: Fits, figures: dict[str, str]) -> list[str]:
         "per element, in cache",
         "n½ (elements)",
         "per element, from DRAM",
-        "copy / triad / read bandwidth",
+        f"{' / '.join(BANDWIDTH_OPS)} bandwidth",
         "interval from",
     ]
     lines += [*markdown_table(header, rows), ""]
