@@ -1,10 +1,14 @@
-"""Root pytest configuration: launchbench's options, machine metadata and terminal summary.
+"""Root pytest configuration: launchbench's options, machine metadata, the run record, the terminal summary.
 
-Kept thin: provenance lives in ``benchmarks/provenance.py`` and the summary in ``analysis/summary.py``,
-so saved runs and the terminal agree and each piece is testable on its own.
+Kept thin: provenance lives in ``benchmarks/provenance.py``, the run record in ``benchmarks/run_record.py``
+and the summary in ``analysis/summary.py``, so saved runs and the terminal agree and each piece is testable.
 """
 
 from __future__ import annotations
+
+import json
+import signal
+from collections.abc import Iterator
 
 import pytest
 
@@ -19,11 +23,119 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
+def _benchmarking(config: pytest.Config) -> bool:
+    """Whether this session times benchmarks (pytest-benchmark loaded and not disabled)."""
+    session = getattr(config, "_benchmarksession", None)
+    return session is not None and not session.disabled
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Start the run record (its first snapshot of the machine's conditions) when benchmarks are timed, and
+    turn SIGTERM into an interrupt so a terminated run still saves what it measured."""
+    from benchmarks.run_record import RunRecord, terminate_as_interrupt
+
+    config = session.config
+    if not _benchmarking(config):
+        return
+    options = config._benchmarksession.options
+    config._launchbench_run = RunRecord(
+        quick=bool(config.getoption("quick")),
+        selection={
+            "args": [str(arg) for arg in config.args],
+            "keyword": config.option.keyword or None,
+            "markexpr": config.option.markexpr or None,
+            "deselected": 0,
+        },
+        benchmark_options=json.loads(json.dumps(options, default=str)),
+    )
+    config._launchbench_old_sigterm = terminate_as_interrupt()
+
+
+def pytest_deselected(items: list[pytest.Item]) -> None:
+    """Count the cases ``-k``/``-m`` left out, for the run record's selection."""
+    if items:
+        record = getattr(items[0].config, "_launchbench_run", None)
+        if record is not None:
+            record.selection["deselected"] += len(items)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """The planned cases: every selected test that takes the ``benchmark`` fixture."""
+    record = getattr(session.config, "_launchbench_run", None)
+    if record is not None:
+        record.planned = [item.nodeid for item in session.items if "benchmark" in item.fixturenames]
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """Each planned case's outcome: skipped (with its reason), failed in any phase, or passed."""
+    record = getattr(report, "_launchbench_config_run", None)
+    if record is None:
+        return
+    if report.skipped:
+        record.outcomes[report.nodeid] = "skipped"
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        record.skip_reasons[reason.removeprefix("Skipped: ")] += 1
+    elif report.failed:
+        record.outcomes[report.nodeid] = "failed"
+    elif report.when == "call" and record.outcomes.get(report.nodeid) != "failed":
+        record.outcomes[report.nodeid] = "passed"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Iterator[None]:
+    """Hand the run record to ``pytest_runtest_logreport`` for the planned cases only."""
+    outcome = yield
+    record = getattr(item.config, "_launchbench_run", None)
+    if record is not None and item.nodeid in record.planned:
+        outcome.get_result()._launchbench_config_run = record
+
+
+def pytest_keyboard_interrupt(excinfo: pytest.ExceptionInfo[BaseException]) -> None:
+    """Remember what interrupted the run: Ctrl-C (SIGINT) or SIGTERM."""
+    from benchmarks.run_record import Terminated
+
+    config = getattr(pytest, "_launchbench_config", None)
+    record = getattr(config, "_launchbench_run", None)
+    if record is not None:
+        record.interrupted_by = "SIGTERM" if excinfo.errisinstance(Terminated) else "SIGINT (Ctrl-C)"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # pytest_keyboard_interrupt receives no config: keep the one session's config where it can find it.
+    pytest._launchbench_config = config
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    old = getattr(config, "_launchbench_old_sigterm", None)
+    if old is not None:
+        signal.signal(signal.SIGTERM, old)
+    if getattr(pytest, "_launchbench_config", None) is config:
+        del pytest._launchbench_config
+
+
+@pytest.hookimpl(hookwrapper=True, tryfirst=True)
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> Iterator[None]:
+    """Close the run record before pytest-benchmark saves the run (its own wrapper saves before yielding)."""
+    record = getattr(session.config, "_launchbench_run", None)
+    if record is not None:
+        record.finish(exitstatus, session.shouldstop or session.shouldfail or None)
+    yield
+
+
 def pytest_benchmark_update_machine_info(config: pytest.Config, machine_info: dict) -> None:
     """Add ``machine_info["launchbench"]``: the provenance a reader of a saved run needs to trust it."""
     from benchmarks.provenance import collect_machine_info
 
     machine_info["launchbench"] = collect_machine_info()
+
+
+def pytest_benchmark_update_json(config: pytest.Config, benchmarks: list, output_json: dict) -> None:
+    """Save the run record beside ``machine_info`` (``benchmarks.run_record.RUN_RECORD_KEY``)."""
+    from benchmarks.run_record import RUN_RECORD_KEY
+
+    record = getattr(config, "_launchbench_run", None)
+    if record is not None:
+        output_json[RUN_RECORD_KEY] = record.as_json()
 
 
 @pytest.hookimpl(trylast=True)
@@ -34,6 +146,7 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         return
     from analysis.load import frame_from_run
     from analysis.summary import summary_lines
+    from benchmarks.run_record import RUN_RECORD_KEY
 
     config = terminalreporter.config
     doc = config.hook.pytest_benchmark_generate_json(
@@ -43,6 +156,9 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         machine_info=session.get_machine_info(),
         commit_info={},
     )
+    record = getattr(config, "_launchbench_run", None)
+    if record is not None:
+        doc[RUN_RECORD_KEY] = record.as_json()
     lines = summary_lines(frame_from_run(doc, source="this run"))
     if lines:
         terminalreporter.write_sep("-", "launchbench summary")

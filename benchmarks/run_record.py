@@ -1,0 +1,280 @@
+"""The run record: what this run was and the conditions it was measured under, saved beside ``machine_info``.
+
+``machine_info`` says what the machine is and must be identical between two runs of one unchanged machine
+(pytest-benchmark compares it wholesale and warns on any difference); everything about *this* run lives here,
+under the saved JSON's top-level key ``RUN_RECORD_KEY``: quick or full, the selection, cases planned and
+measured, completed or interrupted and by what, start and end, the machine's load and the CPU time other
+processes took while it ran, and facts the cases found about the device (e.g. a GPU timer's tick). Analysis
+decides from it which runs may be pooled and whether a run's figures can be trusted.
+
+Snapshots are taken by small collectors that tolerate a missing source (no ``/proc`` on macOS, no load average
+on Windows, no NVML without a GPU): an unreadable source leaves its key ``None``.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+#: The saved JSON's top-level key holding the run record.
+RUN_RECORD_KEY = "launchbench_run"
+#: Bumped when a key changes meaning (never for an added key): analysis reads every version it knows.
+RUN_RECORD_VERSION = 1
+
+#: Where Linux keeps per-CPU time counters and CPU frequencies.
+PROC_STAT = Path("/proc/stat")
+CPU_SYSFS = Path("/sys/devices/system/cpu")
+
+# /proc/stat's per-CPU columns, in clock ticks: user nice system idle iowait irq softirq steal (guest time is
+# already inside user and nice).
+_BUSY_FIELDS = (0, 1, 2, 5, 6)
+_STEAL_FIELD = 7
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM as an interrupt: pytest ends the session normally and the measured cases are saved."""
+
+
+def usable_cpu_ids() -> list[int] | None:
+    """The CPU numbers this process may run on (its affinity), or None where the OS does not say."""
+    try:
+        return sorted(os.sched_getaffinity(0))
+    except AttributeError:  # macOS and Windows
+        return None
+
+
+def cpu_ticks(cpus: list[int] | None, stat: Path = PROC_STAT) -> dict[str, float] | None:
+    """Return busy and steal seconds summed over ``cpus`` (all CPUs when None) since boot, from /proc/stat.
+
+    Busy = user + nice + system + irq + softirq: CPU time anybody spent running, not idle or waiting for I/O.
+    None where /proc/stat is missing or unreadable.
+    """
+    try:
+        text = stat.read_text()
+        hz = os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, AttributeError):
+        return None
+    wanted = None if cpus is None else {f"cpu{number}" for number in cpus}
+    busy = steal = 0
+    found = False
+    for line in text.splitlines():
+        name, _, rest = line.partition(" ")
+        if not name.startswith("cpu") or name == "cpu" or (wanted is not None and name not in wanted):
+            continue
+        values = [int(value) for value in rest.split()]
+        busy += sum(values[index] for index in _BUSY_FIELDS if index < len(values))
+        steal += values[_STEAL_FIELD] if len(values) > _STEAL_FIELD else 0
+        found = True
+    if not found:
+        return None
+    return {"busy_s": busy / hz, "steal_s": steal / hz}
+
+
+def own_cpu_s() -> float:
+    """CPU seconds (user + system) this process and its waited-for children have used, all threads."""
+    times = os.times()  # children's fields are 0 on Windows
+    return times.user + times.system + times.children_user + times.children_system
+
+
+def load_avg() -> list[float] | None:
+    """The 1, 5 and 15 minute load averages, or None where the OS has none (Windows)."""
+    try:
+        return list(os.getloadavg())
+    except (AttributeError, OSError):
+        return None
+
+
+def cpu_frequencies_hz(cpus: list[int] | None, root: Path = CPU_SYSFS) -> dict[str, float] | None:
+    """The current frequency of ``cpus`` (Hz): min, mean and max over them; None where sysfs does not say.
+
+    A frequency that moved between start and end (turbo, thermal limits, a power-saving governor) is a
+    condition of the run, not a fact of the machine.
+    """
+    numbers = cpus if cpus is not None else range(os.cpu_count() or 0)
+    values = []
+    for number in numbers:
+        text = _read_text(root / f"cpu{number}" / "cpufreq" / "scaling_cur_freq")
+        if text is not None and text.isdigit():
+            values.append(int(text) * 1e3)  # kHz
+    if not values:
+        return None
+    return {"min": min(values), "mean": sum(values) / len(values), "max": max(values)}
+
+
+def governor(root: Path = CPU_SYSFS) -> str | None:
+    """CPU 0's frequency governor (e.g. "performance", "powersave"), None where sysfs does not say."""
+    return _read_text(root / "cpu0" / "cpufreq" / "scaling_governor")
+
+
+def snapshot() -> dict[str, Any]:
+    """The conditions now: wall time (ISO, UTC), load averages, CPU time counters of the usable CPUs and of
+    this process, CPU frequencies and governor, and the GPU's clocks, power and throttling (NVML) where
+    there is one. Seconds and Hz."""
+    from benchmarks.nvml import gpu_conditions
+
+    cpus = usable_cpu_ids()
+    return {
+        "time": _now(),
+        "monotonic_s": time.monotonic(),
+        "load_avg": load_avg(),
+        "cpu_ticks": cpu_ticks(cpus),
+        "own_cpu_s": own_cpu_s(),
+        "cpu_freq_hz": cpu_frequencies_hz(cpus),
+        "governor": governor(),
+        "gpu": gpu_conditions(),
+    }
+
+
+def between(start: dict[str, Any], end: dict[str, Any], n_cpus: int | None) -> dict[str, float | None]:
+    """What happened on the machine between two snapshots: wall seconds, CPU seconds other processes took on
+    the usable CPUs (busy time minus this process's own), steal seconds (a hypervisor's other guests), and
+    each as a share of the CPUs' capacity (wall × ``n_cpus``). None where a counter was unreadable."""
+    wall_s = end["monotonic_s"] - start["monotonic_s"]
+    result: dict[str, float | None] = {
+        "wall_s": wall_s,
+        "other_cpu_s": None,
+        "other_cpu_share": None,
+        "steal_s": None,
+        "steal_share": None,
+    }
+    ticks_start, ticks_end = start.get("cpu_ticks"), end.get("cpu_ticks")
+    if not ticks_start or not ticks_end:
+        return result
+    own_s = end["own_cpu_s"] - start["own_cpu_s"]
+    other_s = max(0.0, ticks_end["busy_s"] - ticks_start["busy_s"] - own_s)
+    steal_s = max(0.0, ticks_end["steal_s"] - ticks_start["steal_s"])
+    capacity_s = wall_s * n_cpus if n_cpus and wall_s > 0 else None
+    result.update(
+        other_cpu_s=other_s,
+        other_cpu_share=other_s / capacity_s if capacity_s else None,
+        steal_s=steal_s,
+        steal_share=steal_s / capacity_s if capacity_s else None,
+    )
+    return result
+
+
+@dataclass
+class RunRecord:
+    """The record of one pytest session, filled by ``conftest.py``'s hooks and saved by ``as_json``.
+
+    ``outcomes`` maps each launchbench benchmark case (node id) to "passed", "failed" or "skipped";
+    ``skip_reasons`` counts skipped cases per reason; ``facts`` holds what cases found about the device
+    (``record_fact``); ``faults`` one line per error that did not stop the run (e.g. a GPU that failed after
+    the probe).
+    """
+
+    quick: bool
+    selection: dict[str, Any]
+    benchmark_options: dict[str, Any]
+    start: dict[str, Any] = field(default_factory=snapshot)
+    planned: list[str] = field(default_factory=list)
+    outcomes: dict[str, str] = field(default_factory=dict)
+    skip_reasons: Counter = field(default_factory=Counter)
+    facts: dict[str, Any] = field(default_factory=dict)
+    faults: list[str] = field(default_factory=list)
+    interrupted_by: str | None = None
+    end: dict[str, Any] | None = None
+    exit_status: int | None = None
+
+    def finish(self, exit_status: int, stopped: str | None) -> None:
+        """Take the end snapshot and the session's exit status; ``stopped`` is pytest's reason for stopping
+        early (``-x``/``--maxfail``), if any."""
+        if self.end is None:
+            self.end = snapshot()
+        self.exit_status = int(exit_status)
+        if stopped and self.interrupted_by is None:
+            self.interrupted_by = str(stopped)
+
+    def status(self) -> str:
+        """ "completed" when the session ran every planned case to an outcome, else "interrupted"."""
+        if self.interrupted_by is not None or any(case not in self.outcomes for case in self.planned):
+            return "interrupted"
+        return "completed"
+
+    def as_json(self) -> dict[str, Any]:
+        """The record as saved: plain JSON types, seconds, Hz, ISO times (UTC)."""
+        end = self.end or snapshot()
+        usable = usable_cpu_ids()
+        n_cpus = len(usable) if usable is not None else os.cpu_count()
+        counts = Counter(self.outcomes.values())
+        return {
+            "version": RUN_RECORD_VERSION,
+            "quick": self.quick,
+            "selection": self.selection,
+            "benchmark_options": self.benchmark_options,
+            "status": self.status(),
+            "interrupted_by": self.interrupted_by,
+            "exit_status": self.exit_status,
+            "started": self.start["time"],
+            "ended": end["time"],
+            "cases": {
+                "planned": len(self.planned),
+                "measured": counts.get("passed", 0),
+                "failed": counts.get("failed", 0),
+                "skipped": counts.get("skipped", 0),
+                "not_run": sum(case not in self.outcomes for case in self.planned),
+                "skip_reasons": dict(self.skip_reasons),
+                # Cases that did not finish (failed, or cut off by the interrupt): a saved case among them
+                # holds fewer rounds than asked for, or none that can be trusted.
+                "unfinished": sorted(
+                    case for case in self.planned if self.outcomes.get(case) not in ("passed", "skipped")
+                ),
+            },
+            "conditions": {
+                "usable_cpus": n_cpus,
+                "start": _without_clock(self.start),
+                "end": _without_clock(end),
+                "during": between(self.start, end, n_cpus),
+            },
+            "facts": self.facts,
+            "faults": self.faults,
+        }
+
+
+def record_fact(config: Any, name: str, value: object) -> None:
+    """Save ``value`` (plain JSON) as fact ``name`` of this run, e.g. ``"gpu.timer_tick_ns"``; a no-op when
+    the session keeps no record (the benchmark plugin is off)."""
+    record = getattr(config, "_launchbench_run", None)
+    if record is not None:
+        record.facts[name] = value
+
+
+def record_fault(config: Any, line: str) -> None:
+    """Save one line about an error the run survived (it is also printed in the summary)."""
+    record = getattr(config, "_launchbench_run", None)
+    if record is not None:
+        record.faults.append(line)
+
+
+def terminate_as_interrupt() -> Any:
+    """Make SIGTERM raise ``Terminated`` (a KeyboardInterrupt) in the main thread; return the old handler."""
+
+    def handler(signum: int, frame: object) -> None:
+        raise Terminated(f"signal {signal.Signals(signum).name}")
+
+    try:
+        return signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread (e.g. pytest run inside a thread): leave signals alone
+        return None
+
+
+def _without_clock(snap: dict[str, Any]) -> dict[str, Any]:
+    """A snapshot as saved: the monotonic clock and raw counters are only for ``between``."""
+    return {key: value for key, value in snap.items() if key not in ("monotonic_s", "cpu_ticks", "own_cpu_s")}
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat()
+
+
+def _read_text(path: Path) -> str | None:
+    try:
+        return path.read_text().strip()
+    except OSError:
+        return None
