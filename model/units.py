@@ -6,12 +6,22 @@ into text with a unit chosen by magnitude, only at the edge (CLI output, reports
 
 from __future__ import annotations
 
+import codecs
 import math
 from collections.abc import Callable
+from typing import TextIO
 
 # (symbol, scale) pairs, largest first: a value is shown in the largest unit that is not bigger than it.
 _TIME_UNITS = (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6), ("ns", 1e-9))
 _DECIMAL_PREFIXES = (("P", 1e15), ("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3), ("", 1.0))
+_BINARY_PREFIXES = (
+    ("Pi", 2.0**50),
+    ("Ti", 2.0**40),
+    ("Gi", 2.0**30),
+    ("Mi", 2.0**20),
+    ("Ki", 2.0**10),
+    ("", 1.0),
+)
 _SIGNIFICANT_DIGITS = 3
 
 
@@ -62,6 +72,15 @@ def fmt_bytes(n_bytes: float, digits: int = _SIGNIFICANT_DIGITS) -> str:
     return fmt_si(n_bytes, "B", digits)
 
 
+def fmt_binary_bytes(n_bytes: float, digits: int = _SIGNIFICANT_DIGITS) -> str:
+    """Format a byte count with binary prefixes (1 GiB = 2**30 B), as DRAM capacities are built:
+    80 * 2**30 → "80.0 GiB"."""
+    if not math.isfinite(n_bytes):
+        return f"{n_bytes} B"
+    text, prefix = _scaled(n_bytes, _BINARY_PREFIXES, digits)
+    return f"{text} {prefix}B"
+
+
 def fmt_rate(bytes_per_s: float, digits: int = _SIGNIFICANT_DIGITS) -> str:
     """Format a bandwidth in bytes per second with decimal prefixes: 3.35e12 → "3.35 TB/s"."""
     return fmt_si(bytes_per_s, "B/s", digits)
@@ -103,3 +122,61 @@ def fmt_interval(low: float, high: float, fmt: Callable[[float], str]) -> str:
     if math.isnan(low) or math.isnan(high):
         return "n/a"
     return f"{fmt(low)} – {fmt(high)}"
+
+
+# ASCII spellings of the non-ASCII characters launchbench prints, for a stream that cannot encode them
+# (PYTHONIOENCODING=ascii, a C locale without UTF-8 mode, a latin-1 terminal).
+_ASCII_SPELLINGS = {
+    "\u00b5": "u",  # µ, micro sign
+    "\u03bc": "u",  # μ, Greek mu
+    "\u00d7": "x",  # ×
+    "\u00bd": "1/2",  # ½
+    "\u221e": "inf",  # ∞
+    "\u2013": "-",  # – en dash
+    "\u2014": "-",  # — em dash
+    "\u2212": "-",  # − minus sign
+    "\u2192": "->",  # →
+    "\u2248": "~",  # ≈
+    "\u2264": "<=",  # ≤
+    "\u2265": ">=",  # ≥
+    "\u00b7": "*",  # ·
+    "\u2026": "...",  # …
+    "\u00b1": "+/-",  # ±
+}
+
+
+def text_for_encoding(text: str, encoding: str | None) -> str:
+    """Return ``text`` as it can be written in ``encoding``: unchanged when every character encodes; otherwise
+    each character that does not encode is replaced by its ASCII spelling (µ → u, × → x, ½ → 1/2, ∞ → inf,
+    – → -, → → ->) or, lacking one, by a backslash escape ("\\u0124").
+
+    ``encoding=None`` (a stream that takes any str, such as io.StringIO) leaves the text unchanged; an
+    encoding name Python does not know counts as ASCII. The one place where launchbench's CLIs adapt their
+    output to the terminal: every line they print passes through here (``text_for_stream``)."""
+    if encoding is None:
+        return text
+    try:
+        codecs.lookup(encoding)
+    except LookupError:
+        encoding = "ascii"
+    try:
+        text.encode(encoding)
+    except UnicodeEncodeError:
+        return "".join(_encodable(char, encoding) for char in text)
+    return text
+
+
+def _encodable(char: str, encoding: str) -> str:
+    try:
+        char.encode(encoding)
+    except UnicodeEncodeError:
+        spelling = _ASCII_SPELLINGS.get(char)
+        if spelling is not None:
+            return spelling
+        return char.encode("ascii", "backslashreplace").decode("ascii")
+    return char
+
+
+def text_for_stream(text: str, stream: TextIO) -> str:
+    """Return ``text`` as ``stream`` can write it, by the stream's own encoding (``text_for_encoding``)."""
+    return text_for_encoding(text, getattr(stream, "encoding", None))

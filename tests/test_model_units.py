@@ -1,10 +1,12 @@
 """model.units: the one human-unit formatter."""
 
+import io
 import math
 
 import pytest
 
 from model.units import (
+    fmt_binary_bytes,
     fmt_bytes,
     fmt_count,
     fmt_flop_rate,
@@ -14,6 +16,8 @@ from model.units import (
     fmt_si,
     fmt_signed_percent,
     fmt_time,
+    text_for_encoding,
+    text_for_stream,
 )
 
 
@@ -41,6 +45,10 @@ def test_fmt_time_picks_unit_by_magnitude(seconds: float, text: str) -> None:
         (fmt_bytes(1.5009849e10), "15.0 GB"),
         (fmt_bytes(512), "512 B"),
         (fmt_bytes(52_428_800), "52.4 MB"),
+        (fmt_binary_bytes(80 * 2**30), "80.0 GiB"),
+        (fmt_binary_bytes(50 * 2**20), "50.0 MiB"),
+        (fmt_binary_bytes(141 * 2**30), "141 GiB"),
+        (fmt_binary_bytes(512), "512 B"),
         (fmt_rate(3.35e12), "3.35 TB/s"),
         (fmt_rate(864e9), "864 GB/s"),
         (fmt_flop_rate(989.4e12), "989 TFLOP/s"),
@@ -70,3 +78,34 @@ def test_formatters(formatted: str, text: str) -> None:
 def test_non_finite_values_do_not_raise() -> None:
     assert fmt_time(math.inf) == "inf s"
     assert fmt_count(math.inf) == "inf"
+
+
+SAMPLE = "748 µs × 2, ½ of it; n → ∞ – done"
+
+
+@pytest.mark.parametrize(
+    ("encoding", "text"),
+    [
+        ("utf-8", SAMPLE),
+        (None, SAMPLE),  # a stream without an encoding (io.StringIO) takes any str
+        ("ascii", "748 us x 2, 1/2 of it; n -> inf - done"),
+        ("ANSI_X3.4-1968", "748 us x 2, 1/2 of it; n -> inf - done"),  # what a C locale reports
+        ("latin-1", "748 µs × 2, ½ of it; n -> inf - done"),  # only what latin-1 cannot encode changes
+        ("no-such-codec", "748 us x 2, 1/2 of it; n -> inf - done"),
+    ],
+)
+def test_text_for_encoding(encoding: str | None, text: str) -> None:
+    assert text_for_encoding(SAMPLE, encoding) == text
+
+
+def test_characters_without_a_spelling_are_escaped() -> None:
+    assert text_for_encoding("GPU \u0124 \udcff", "ascii") == "GPU \\u0124 \\udcff"
+    assert text_for_encoding("\udcff", "utf-8") == "\\udcff"  # a lone surrogate from an undecodable argv
+
+
+def test_text_for_stream_uses_the_streams_encoding() -> None:
+    ascii_stream = io.TextIOWrapper(io.BytesIO(), encoding="ascii")
+    ascii_stream.write(text_for_stream(SAMPLE, ascii_stream))  # would raise UnicodeEncodeError otherwise
+    ascii_stream.flush()
+    assert ascii_stream.buffer.getvalue() == b"748 us x 2, 1/2 of it; n -> inf - done"  # type: ignore[attr-defined]
+    assert text_for_stream(SAMPLE, io.StringIO()) == SAMPLE
