@@ -46,6 +46,20 @@ def gustafson(s: float, n: float) -> float:
     return s + (1 - s) * n
 
 
+def amdahl_limit(s: float) -> float:
+    """Amdahl's speedup as n → ∞: 1/s, and ``math.inf`` at s = 0 (no serial part, no limit). 1/s overflows to
+    inf for a subnormal s (below about 2.2e-308); callers that print it should keep s normal."""
+    _check_serial_fraction(s)
+    return math.inf if s == 0 else 1 / s
+
+
+def gustafson_limit(s: float) -> float:
+    """Gustafson's scaled speedup as n → ∞: unbounded (``math.inf``) for s < 1; at s = 1 every n gives 1, so
+    the limit is 1."""
+    _check_serial_fraction(s)
+    return 1.0 if s == 1 else math.inf
+
+
 def fixed_overhead_time(n: npt.ArrayLike, t0_s: float, r_inf_per_s: float) -> float | np.ndarray:
     """Seconds one call takes on ``n`` elements (scalar or array, same shape out): t0 + n / r∞.
 

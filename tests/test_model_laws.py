@@ -1,9 +1,18 @@
 """model.laws: Amdahl, Gustafson and the fixed-overhead law."""
 
+import math
+
 import numpy as np
 import pytest
 
-from model.laws import amdahl, fixed_overhead_time, gustafson, half_performance_length
+from model.laws import (
+    amdahl,
+    amdahl_limit,
+    fixed_overhead_time,
+    gustafson,
+    gustafson_limit,
+    half_performance_length,
+)
 
 SERIAL_FRACTIONS = [0.0001, 0.001, 0.01, 0.1, 0.5]
 PROCESSORS = [1, 8, 132, 16_896, 135_168]
@@ -27,11 +36,27 @@ def test_gustafson_at_least_amdahl(s: float, n: int) -> None:
     assert gustafson(s, n) >= amdahl(s, n) - 1e-12
 
 
+@pytest.mark.parametrize(
+    ("s", "amdahl_at_infinity", "gustafson_at_infinity"),
+    [(0.0, math.inf, math.inf), (0.001, 1000.0, math.inf), (0.5, 2.0, math.inf), (1.0, 1.0, 1.0)],
+)
+def test_limits_as_n_grows(s: float, amdahl_at_infinity: float, gustafson_at_infinity: float) -> None:
+    assert amdahl_limit(s) == pytest.approx(amdahl_at_infinity)
+    assert gustafson_limit(s) == gustafson_at_infinity
+    # The limits are what the laws approach: at s = 1 both stay at 1 for every n.
+    assert amdahl(s, 1e12) == pytest.approx(min(amdahl_at_infinity, 1e12), rel=1e-3)
+    if s == 1:
+        assert gustafson(s, 1e12) == 1
+
+
 @pytest.mark.parametrize(("s", "n"), [(-0.1, 8), (1.5, 8), (float("nan"), 8)])
 def test_bad_serial_fraction_names_s(s: float, n: int) -> None:
     for law in (amdahl, gustafson):
         with pytest.raises(ValueError, match="s "):
             law(s, n)
+    for limit in (amdahl_limit, gustafson_limit):
+        with pytest.raises(ValueError, match="s "):
+            limit(s)
 
 
 @pytest.mark.parametrize("n", [0, 0.5, -3])
