@@ -1,6 +1,11 @@
 """``python -m model``: the lecture's demo 1 (Amdahl vs Gustafson) and demo 2 (decode launch overhead).
 
-The CLI is the only place that prints or exits; argparse holds every default.
+The CLI is the only place that prints or exits; argparse holds every default. Every numeric option is checked
+for its range before any work (a bad value is one ``error:`` line naming the option and the value, exit code
+2); every line printed passes through ``model.units.text_for_stream``, so a terminal that cannot encode µ, ×
+or ∞ gets "us", "x" and "inf". In ``--json`` output, SI numbers are plain JSON numbers, an unbounded quantity
+(an Amdahl limit at s = 0) is the string "inf", and a figure that does not exist (the compute term of a GPU
+spec without a tensor rate for the dtype) is null: the document never holds a non-finite number.
 """
 
 from __future__ import annotations
@@ -9,57 +14,99 @@ import argparse
 import json
 import math
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, NoReturn
+from typing import IO, Any, NoReturn
 
-from model.hardware import GPUS, GPUSpec, gpu_spec
+from model.hardware import GPUS, TENSOR_DTYPES, GPUSpec, gpu_spec
 from model.launch import MEGAKERNEL, PLANS, Composition, KernelPlan, compose
-from model.laws import amdahl, gustafson
-from model.llm import MODELS, ModelConfig, model_config
+from model.laws import amdahl, amdahl_limit, gustafson, gustafson_limit
+from model.llm import MODELS, ModelConfig, check_context, model_config
 from model.roofline import DecodeStep, decode_step
 from model.tables import format_table
-from model.units import fmt_bytes, fmt_count, fmt_percent, fmt_time
+from model.units import (
+    fmt_binary_bytes,
+    fmt_bytes,
+    fmt_count,
+    fmt_flop_rate,
+    fmt_percent,
+    fmt_rate,
+    fmt_time,
+    text_for_stream,
+)
 
 # Demo 1's processor counts besides the GPU's own: the cores of one CPU machine, and the GPUs of one node.
 _CPU_CORES = 8
 _GPUS_PER_NODE = 8
+
+# Ranges of the numeric options. Counts stop at 2**53, the largest integer a float holds exactly, so every
+# figure derived from them stays finite. A launch longer than a second is not a launch. A positive serial
+# fraction below the smallest normal float would make 1/s overflow.
+_MAX_COUNT = 2**53
+_MAX_LAUNCH_US = 1e6
+_MIN_SERIAL_FRACTION = sys.float_info.min
+_SHOWN_CHARS = 40
 
 
 class CLIError(Exception):
     """A bad command line: reported as one ``error: ...`` line on stderr and exit code 2."""
 
 
+def _write(text: str, stream: IO[str]) -> None:
+    stream.write(text_for_stream(text, stream))
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         raise CLIError(message)
 
+    def print_help(self, file: IO[str] | None = None) -> None:
+        _write(self.format_help(), file or sys.stdout)
 
-def _positive_int(text: str) -> int:
+    def print_usage(self, file: IO[str] | None = None) -> None:
+        _write(self.format_usage(), file or sys.stdout)
+
+
+def _shown(text: str) -> str:
+    """``text`` quoted for an error line, cut short when it is long (a 10^309 written out has 310 digits)."""
+    if len(text) <= _SHOWN_CHARS:
+        return repr(text)
+    return f"{text[:_SHOWN_CHARS]!r}… ({len(text):,} characters)"
+
+
+def _count(text: str) -> int:
+    expected = f"expected an integer in [1, {_MAX_COUNT:,}], got {_shown(text)}"
     try:
         value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}")
+    except ValueError:  # also a number too long for int() to read
+        raise argparse.ArgumentTypeError(expected) from None
+    if not 1 <= value <= _MAX_COUNT:
+        raise argparse.ArgumentTypeError(expected)
     return value
 
 
-def _non_negative_float(text: str) -> float:
+def _number(text: str, expected: str, accept: Callable[[float], bool]) -> float:
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}") from None
-    if not (math.isfinite(value) and value >= 0):
-        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}")
-    return value
+        raise argparse.ArgumentTypeError(f"{expected}, got {_shown(text)}") from None
+    if not (math.isfinite(value) and accept(value)):
+        raise argparse.ArgumentTypeError(f"{expected}, got {_shown(text)}")
+    return value + 0.0  # -0.0 becomes 0.0
 
 
-def _fraction(text: str) -> float:
-    value = _non_negative_float(text)
-    if value > 1:
-        raise argparse.ArgumentTypeError(f"expected a fraction in [0, 1], got {text!r}")
-    return value
+def _launch_us(text: str) -> float:
+    return _number(
+        text, f"expected microseconds in [0, {_MAX_LAUNCH_US:,.0f}]", lambda us: 0 <= us <= _MAX_LAUNCH_US
+    )
+
+
+def _serial_fraction(text: str) -> float:
+    return _number(
+        text,
+        f"expected 0 or a fraction in [{_MIN_SERIAL_FRACTION:.3g}, 1]",
+        lambda s: s == 0 or _MIN_SERIAL_FRACTION <= s <= 1,
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -69,11 +116,12 @@ def build_parser() -> argparse.ArgumentParser:
         description="Amdahl vs Gustafson; launch overhead of an LLM decode step against its roofline.",
     )
     parser.add_argument(
-        "--ctx", type=_positive_int, default=1024, help="context length in tokens (default 1024)"
+        "--ctx",
+        type=_count,
+        default=1024,
+        help="context length in tokens, at most each model's max_position_embeddings (default 1024)",
     )
-    parser.add_argument(
-        "--batch", type=_positive_int, default=1, help="sequences decoded together (default 1)"
-    )
+    parser.add_argument("--batch", type=_count, default=1, help="sequences decoded together (default 1)")
     parser.add_argument("--gpu", default="H100", help=f"GPU spec, one of {', '.join(GPUS)} (default H100)")
     parser.add_argument(
         "--models",
@@ -84,16 +132,22 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--launch-us",
         nargs="+",
-        type=_non_negative_float,
+        type=_launch_us,
         default=[2.0, 4.0, 8.0],
         help="CPU-side cost of one kernel launch in µs (default 2 4 8)",
     )
     parser.add_argument(
         "--serial",
         nargs="+",
-        type=_fraction,
+        type=_serial_fraction,
         default=[0.01, 0.001, 0.0001],
         help="serial fractions s for demo 1 (default 0.01 0.001 0.0001)",
+    )
+    parser.add_argument(
+        "--dtype",
+        choices=TENSOR_DTYPES,
+        default="bf16",
+        help="tensor-core dtype of the compute term; weights and KV cache are 2 bytes each (default bf16)",
     )
     parser.add_argument("--json", action="store_true", help="print machine-readable rows (SI units) as JSON")
     return parser
@@ -107,11 +161,22 @@ class _DecodeRow:
     composition: Composition
 
 
-def _resolve(gpu: str, models: Sequence[str]) -> tuple[GPUSpec, list[ModelConfig]]:
+def _resolve(args: argparse.Namespace) -> tuple[GPUSpec, list[ModelConfig]]:
+    """The GPU spec and model shapes named on the command line, each model checked against ``--ctx``."""
     try:
-        return gpu_spec(gpu), [model_config(name) for name in models]
+        hw = gpu_spec(args.gpu)
     except ValueError as err:
-        raise CLIError(str(err)) from None
+        raise CLIError(f"argument --gpu: {err}") from None
+    try:
+        cfgs = [model_config(name) for name in args.models]
+    except ValueError as err:
+        raise CLIError(f"argument --models: {err}") from None
+    for cfg in cfgs:
+        try:
+            check_context(cfg, args.ctx)
+        except ValueError as err:
+            raise CLIError(f"argument --ctx: {err}") from None
+    return hw, cfgs
 
 
 def _processor_counts(hw: GPUSpec) -> tuple[int, ...]:
@@ -125,7 +190,8 @@ def _scaling_rows(serial_fractions: Sequence[float], ns: Sequence[int]) -> list[
             "n": n,
             "amdahl": amdahl(s, n),
             "gustafson": gustafson(s, n),
-            "amdahl_limit": 1 / s if s > 0 else None,  # None: no limit
+            "amdahl_limit": amdahl_limit(s),
+            "gustafson_limit": gustafson_limit(s),
         }
         for s in serial_fractions
         for n in ns
@@ -149,72 +215,122 @@ def _span(low: str, high: str) -> str:
     return low if low == high else f"{low}–{high}"
 
 
-def _print_demo1(hw: GPUSpec, serial_fractions: Sequence[float], ns: Sequence[int]) -> None:
-    print(f"Demo 1: Amdahl's law (fixed problem) vs Gustafson's law (problem grows with n), on {hw.name}")
-    print(
+def _fmt_limit(limit: float) -> str:
+    return "∞" if math.isinf(limit) else fmt_count(limit)
+
+
+def _demo1_lines(hw: GPUSpec, serial_fractions: Sequence[float], ns: Sequence[int]) -> list[str]:
+    lines = [
+        f"Demo 1: Amdahl's law (fixed problem) vs Gustafson's law (problem grows with n), on {hw.name} "
+        f"({hw.source})",
         f"n = {_CPU_CORES} CPU cores, {hw.sm_count} SMs, {fmt_count(hw.fp32_lanes)} FP32 lanes, "
-        f"{fmt_count(_GPUS_PER_NODE * hw.fp32_lanes)} FP32 lanes of {_GPUS_PER_NODE} GPUs\n"
-    )
+        f"{fmt_count(_GPUS_PER_NODE * hw.fp32_lanes)} FP32 lanes of {_GPUS_PER_NODE} GPUs",
+        "",
+    ]
     rows = []
     for s in serial_fractions:
-        limit = fmt_count(1 / s) if s > 0 else "∞"
-        rows.append([fmt_percent(s, None), "Amdahl", *(fmt_count(amdahl(s, n)) for n in ns), limit])
-        rows.append(["", "Gustafson", *(fmt_count(gustafson(s, n)) for n in ns), "∞"])
+        amdahl_row = [fmt_count(amdahl(s, n)) for n in ns]
+        gustafson_row = [fmt_count(gustafson(s, n)) for n in ns]
+        rows.append([fmt_percent(s, None), "Amdahl", *amdahl_row, _fmt_limit(amdahl_limit(s))])
+        rows.append(["", "Gustafson", *gustafson_row, _fmt_limit(gustafson_limit(s))])
     headers = ["serial fraction s", "law", *(f"n = {fmt_count(n)}" for n in ns), "n → ∞"]
-    print(format_table(headers, rows))
+    lines.append(format_table(headers, rows))
     lanes = hw.fp32_lanes
     positive = [s for s in serial_fractions if s > 0]
     observations = []
     if positive:
-        limits = ", ".join(fmt_count(1 / s) for s in positive)
+        limits = ", ".join(fmt_count(amdahl_limit(s)) for s in positive)
         stops = ", ".join(f"{fmt_count(amdahl(s, lanes))} (s = {fmt_percent(s, None)})" for s in positive)
         observations.append(
             f"Amdahl: the speedup never exceeds 1/s ({limits} here); on the {fmt_count(lanes)} FP32 lanes "
             f"of one {hw.name} it stops at about {stops}."
         )
-    s_largest = max(serial_fractions)
-    observations += [
-        "Gustafson: if the problem grows with the processor count (a bigger batch, a longer sequence), "
-        "the serial share shrinks and the speedup is almost linear: "
-        f"{fmt_count(gustafson(s_largest, lanes))} on {fmt_count(lanes)} lanes "
-        f"even at s = {fmt_percent(s_largest, None)}.",
+    growing = [s for s in serial_fractions if s < 1]
+    if growing:
+        s_largest = max(growing)
+        observations.append(
+            "Gustafson: if the problem grows with the processor count (a bigger batch, a longer sequence), "
+            "the serial share shrinks and the speedup is almost linear: "
+            f"{fmt_count(gustafson(s_largest, lanes))} on {fmt_count(lanes)} lanes "
+            f"even at s = {fmt_percent(s_largest, None)}."
+        )
+    if 1 in serial_fractions:
+        observations.append(
+            "At s = 1 nothing runs in parallel: both laws give 1 for every n, and so do their limits."
+        )
+    observations.append(
         "The two laws answer different questions: how much faster one task gets (latency) vs how much more "
         "work fits in the same time (throughput). LLM inference needs both: one request's decode latency "
-        "is bound by Amdahl, batched throughput behaves more like Gustafson.",
-    ]
-    _print_observations(observations)
+        "is bound by Amdahl, batched throughput behaves more like Gustafson."
+    )
+    return lines + _observation_lines(observations)
 
 
-def _print_demo2(
+def _gpu_line(hw: GPUSpec, dtype: str) -> str:
+    peak = hw.tensor_flops_per_s(dtype)
+    peak_text = (
+        f"{fmt_flop_rate(peak)} dense {dtype.upper()} tensor peak"
+        if peak is not None
+        else f"no dense {dtype.upper()} tensor rate"
+    )
+    return (
+        f"{hw.name} ({hw.source}): {fmt_rate(hw.mem_bytes_per_s)} memory bandwidth, {peak_text}, "
+        f"{fmt_binary_bytes(hw.mem_bytes)} of memory"
+    )
+
+
+def _step_line(cfg: ModelConfig, step: DecodeStep, hw: GPUSpec) -> str:
+    window = (
+        f" (the last {fmt_count(step.kv_tokens)} tokens: sliding window)" if step.kv_tokens < step.ctx else ""
+    )
+    line = (
+        f"{cfg.name}: reads {fmt_bytes(step.weight_bytes)} of weights + {fmt_bytes(step.kv_bytes)} "
+        f"of KV cache{window} per step -> GPU lower bound {fmt_time(step.t_step)} ({step.bound}-bound)"
+    )
+    if step.t_compute is None:
+        line += f"; memory term only: {hw.name} has no dense {step.dtype.upper()} tensor rate"
+    return line
+
+
+def _misfit_line(cfg: ModelConfig, step: DecodeStep, hw: GPUSpec) -> str:
+    return (
+        f"does not fit: {cfg.name} needs at least {fmt_binary_bytes(step.resident_bytes)} "
+        f"({fmt_bytes(step.resident_bytes)}) for weights and KV cache, more than the "
+        f"{fmt_binary_bytes(hw.mem_bytes)} of one {hw.name}; its figures are bounds for a step that cannot "
+        "run on this GPU as modelled"
+    )
+
+
+def _model_cell(cfg: ModelConfig, step: DecodeStep) -> str:
+    return cfg.name if step.fits_memory else f"{cfg.name} (does not fit)"
+
+
+def _demo2_lines(
     hw: GPUSpec,
     cfgs: Sequence[ModelConfig],
     steps: dict[str, DecodeStep],
     rows: Sequence[_DecodeRow],
+    args: argparse.Namespace,
     launch_s: Sequence[float],
-    batch: int,
-    ctx: int,
-) -> None:
-    print(
-        f"Demo 2: one decode step (batch = {batch}, ctx = {ctx}, {hw.name}, BF16): "
-        "how many kernels does it launch?"
-    )
+) -> list[str]:
+    lines = [
+        f"Demo 2: one decode step (batch = {args.batch}, ctx = {args.ctx}, {hw.name}, "
+        f"{args.dtype.upper()}): how many kernels does it launch?",
+        _gpu_line(hw, args.dtype),
+    ]
     for plan in PLANS.values():
         if plan.per_layer:
-            print(f"{plan.name} ({len(plan.per_layer)} per layer): {', '.join(plan.per_layer)}")
-    print(
-        f"then once per step: {', '.join(PLANS['unfused'].tail)}; "
-        "a megakernel runs the whole step as 1 kernel."
-    )
+            lines.append(f"{plan.name} ({len(plan.per_layer)} per layer): {', '.join(plan.per_layer)}")
+    tail = ", ".join(PLANS["unfused"].tail)
+    lines.append(f"then once per step: {tail}; a megakernel runs the whole step as 1 kernel.")
     for cfg in cfgs:
-        step = steps[cfg.name]
-        print(
-            f"{cfg.name}: reads {fmt_bytes(step.weight_bytes)} of weights + {fmt_bytes(step.kv_bytes)} "
-            f"of KV cache per step -> GPU lower bound {fmt_time(step.t_step)} ({step.bound}-bound)"
-        )
-    print()
+        lines.append(_step_line(cfg, steps[cfg.name], hw))
+        if not steps[cfg.name].fits_memory:
+            lines.append(f"  WARNING {_misfit_line(cfg, steps[cfg.name], hw)}")
+    lines.append("")
     table = [
         [
-            row.cfg.name,
+            _model_cell(row.cfg, steps[row.cfg.name]),
             fmt_time(row.composition.t_gpu_s),
             row.plan.name,
             fmt_count(row.composition.n_kernels),
@@ -239,8 +355,8 @@ def _print_demo2(
         "overlapped: step",
         "tok/s (serial–overlapped)",
     ]
-    print(format_table(headers, table))
-    _print_observations(_demo2_observations(cfgs, steps, rows, launch_s))
+    lines.append(format_table(headers, table))
+    return lines + _observation_lines(_demo2_observations(cfgs, steps, rows, launch_s))
 
 
 def _demo2_observations(
@@ -312,11 +428,20 @@ def _demo2_observations(
     return observations
 
 
-def _print_observations(lines: Sequence[str]) -> None:
-    print("\nObservations:")
-    for text in lines:
-        print(f"  - {text}")
-    print()
+def _observation_lines(observations: Sequence[str]) -> list[str]:
+    return ["", "Observations:", *(f"  - {text}" for text in observations), ""]
+
+
+def _finite_json(value: Any) -> Any:
+    """``value`` with every non-finite float written as the string "inf", "-inf" or "nan" (see the module
+    docstring), so that the document is strict JSON."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, dict):
+        return {key: _finite_json(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_finite_json(item) for item in value]
+    return value
 
 
 def _json_document(
@@ -330,17 +455,26 @@ def _json_document(
     return {
         "config": {
             "gpu": hw.name,
+            "gpu_source": hw.source,
+            "gpu_mem_bytes": hw.mem_bytes,
             "ctx": args.ctx,
             "batch": args.batch,
+            "dtype": args.dtype,
             "models": [cfg.name for cfg in cfgs],
             "launch_s": [us * 1e-6 for us in args.launch_us],
             "serial_fractions": args.serial,
         },
+        "warnings": [
+            _misfit_line(cfg, steps[cfg.name], hw) for cfg in cfgs if not steps[cfg.name].fits_memory
+        ],
         "scaling": scaling,
         "models": [
             {
                 "model": cfg.name,
                 "param_count": cfg.param_count,
+                "max_position_embeddings": cfg.max_position_embeddings,
+                "sliding_window": cfg.sliding_window,
+                "kv_tokens": steps[cfg.name].kv_tokens,
                 "weight_bytes": steps[cfg.name].weight_bytes,
                 "kv_bytes": steps[cfg.name].kv_bytes,
                 "bytes_total": steps[cfg.name].bytes_total,
@@ -349,6 +483,8 @@ def _json_document(
                 "t_compute_s": steps[cfg.name].t_compute,
                 "t_step_s": steps[cfg.name].t_step,
                 "bound": steps[cfg.name].bound,
+                "resident_bytes": steps[cfg.name].resident_bytes,
+                "fits_memory": steps[cfg.name].fits_memory,
             }
             for cfg in cfgs
         ],
@@ -374,21 +510,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the demos; return the exit code (0, or 2 on a bad command line)."""
     try:
         args = build_parser().parse_args(argv)
-        hw, cfgs = _resolve(args.gpu, args.models)
+        hw, cfgs = _resolve(args)
     except CLIError as err:
-        print(f"error: {err}", file=sys.stderr)
+        _write(f"error: {err}\n", sys.stderr)
         return 2
     launch_s = [us * 1e-6 for us in args.launch_us]
     ns = _processor_counts(hw)
-    steps = {cfg.name: decode_step(cfg, hw, args.batch, args.ctx) for cfg in cfgs}
+    steps = {cfg.name: decode_step(cfg, hw, args.batch, args.ctx, dtype=args.dtype) for cfg in cfgs}
     scaling = _scaling_rows(args.serial, ns)
     rows = _decode_rows(steps, cfgs, launch_s, args.batch)
     if args.json:
-        document = _json_document(args, hw, cfgs, steps, scaling, rows)
-        print(json.dumps(document, indent=2, allow_nan=False))
+        document = _finite_json(_json_document(args, hw, cfgs, steps, scaling, rows))
+        _write(json.dumps(document, indent=2, allow_nan=False) + "\n", sys.stdout)
         return 0
-    _print_demo1(hw, args.serial, ns)
-    _print_demo2(hw, cfgs, steps, rows, launch_s, args.batch, args.ctx)
+    lines = _demo1_lines(hw, args.serial, ns) + _demo2_lines(hw, cfgs, steps, rows, args, launch_s)
+    _write("\n".join(lines) + "\n", sys.stdout)
     return 0
 
 
