@@ -219,7 +219,17 @@ def _fmt_limit(limit: float) -> str:
     return "∞" if math.isinf(limit) else fmt_count(limit)
 
 
-def _demo1_lines(hw: GPUSpec, serial_fractions: Sequence[float], ns: Sequence[int]) -> list[str]:
+def _table(headers: Sequence[str], rows: Sequence[Sequence[str]], spell: Callable[[str], str]) -> str:
+    """``format_table`` of the cells as ``spell`` writes them for the terminal, so that an ASCII spelling
+    ("n -> inf" for "n → ∞") is laid out at its own width."""
+    return format_table(
+        [spell(header) for header in headers], [[spell(cell) for cell in row] for row in rows]
+    )
+
+
+def _demo1_lines(
+    hw: GPUSpec, serial_fractions: Sequence[float], ns: Sequence[int], spell: Callable[[str], str]
+) -> list[str]:
     lines = [
         f"Demo 1: Amdahl's law (fixed problem) vs Gustafson's law (problem grows with n), on {hw.name} "
         f"({hw.source})",
@@ -234,7 +244,7 @@ def _demo1_lines(hw: GPUSpec, serial_fractions: Sequence[float], ns: Sequence[in
         rows.append([fmt_percent(s, None), "Amdahl", *amdahl_row, _fmt_limit(amdahl_limit(s))])
         rows.append(["", "Gustafson", *gustafson_row, _fmt_limit(gustafson_limit(s))])
     headers = ["serial fraction s", "law", *(f"n = {fmt_count(n)}" for n in ns), "n → ∞"]
-    lines.append(format_table(headers, rows))
+    lines.append(_table(headers, rows, spell))
     lanes = hw.fp32_lanes
     positive = [s for s in serial_fractions if s > 0]
     observations = []
@@ -312,6 +322,7 @@ def _demo2_lines(
     rows: Sequence[_DecodeRow],
     args: argparse.Namespace,
     launch_s: Sequence[float],
+    spell: Callable[[str], str],
 ) -> list[str]:
     lines = [
         f"Demo 2: one decode step (batch = {args.batch}, ctx = {args.ctx}, {hw.name}, "
@@ -355,7 +366,7 @@ def _demo2_lines(
         "overlapped: step",
         "tok/s (serial–overlapped)",
     ]
-    lines.append(format_table(headers, table))
+    lines.append(_table(headers, table, spell))
     return lines + _observation_lines(_demo2_observations(cfgs, steps, rows, launch_s))
 
 
@@ -523,7 +534,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         document = _finite_json(_json_document(args, hw, cfgs, steps, scaling, rows))
         _write(json.dumps(document, indent=2, allow_nan=False) + "\n", sys.stdout)
         return 0
-    lines = _demo1_lines(hw, args.serial, ns) + _demo2_lines(hw, cfgs, steps, rows, args, launch_s)
+
+    def spell(text: str) -> str:
+        return text_for_stream(text, sys.stdout)
+
+    lines = _demo1_lines(hw, args.serial, ns, spell) + _demo2_lines(
+        hw, cfgs, steps, rows, args, launch_s, spell
+    )
     _write("\n".join(lines) + "\n", sys.stdout)
     return 0
 

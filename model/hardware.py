@@ -361,10 +361,10 @@ def gpu_spec(name: str) -> GPUSpec:
 # dedicated GPU memory resources which limit both the available capacity and bandwidth". Its profile tables
 # (A100, H100, H200, B200) give each profile's fraction of memory in eighths and of SMs in sevenths. So a
 # slice gets the whole GPU's bandwidth × memory slices / 8 (the decode roofline's term) and compute × SM
-# slices / 7. One seventh of the SMs is "roughly": an H100's 1g.10gb has 16 of 132 SMs, not 18.9; where the
-# device's own SM count is known (CUDA reports the slice's), it replaces the estimate. The estimate errs high,
-# which keeps the roofline a lower bound. L2 per profile varies (1g.20gb on H100: 1/4 of the memory, 1/8 of
-# the L2), so a slice's L2 is left unknown.
+# slices / 7. One seventh of the SMs is "roughly": `nvidia-smi mig -lgip` lists 16 SMs for an H100 80GB's
+# 1g.10gb, not 18.9; where the device's own SM count is known (CUDA reports the slice's), it replaces the
+# estimate. The estimate errs high, which keeps the roofline a lower bound. L2 per profile varies (1g.20gb on
+# H100: 1/4 of the memory, 1/8 of the L2), so a slice's L2 is left unknown.
 _MIG_NAME = re.compile(
     r"^(?P<base>.+?)\s+mig\s+(?:(?P<ci>\d+)c\.)?(?P<gi>\d+)g\.(?P<gb>\d+)gb(?:[+-][a-z.]+)?$"
 )

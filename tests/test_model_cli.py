@@ -307,6 +307,15 @@ def test_ascii_terminal_gets_ascii_spellings() -> None:
     result = _module(["--models", "Llama-3.2-1B"], PYTHONIOENCODING="ascii")
     assert result.returncode == 0
     assert result.stdout.isascii()
+    out = result.stdout.decode("ascii")
+    # The tables are laid out at the ASCII spellings' widths: every cell is found in its column.
+    scaling = _table(out, "serial fraction s")
+    assert _row(scaling, law="Amdahl", **{"serial fraction s": "0.1%"})["n -> inf"] == "1,000"
+    assert {row["n -> inf"] for row in scaling if row["law"] == "Gustafson"} == {"inf"}
+    decode = _table(out, "model ")
+    row = _row(decode, plan="fused", **{"launch cost": "8.00 us"})
+    assert (row["GPU lower bound"], row["overlapped: step"]) == ("748 us", "1.05 ms")
+    assert "tok/s (serial-overlapped)" in row
     help_result = _module(["--help"], PYTHONIOENCODING="ascii")
     assert help_result.returncode == 0 and b"launch in us" in help_result.stdout
     error = _module(["--gpu", "Ĥ100"], PYTHONIOENCODING="ascii")
