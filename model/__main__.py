@@ -219,14 +219,6 @@ def _fmt_limit(limit: float) -> str:
     return "∞" if math.isinf(limit) else fmt_count(limit)
 
 
-def _table(headers: Sequence[str], rows: Sequence[Sequence[str]], spell: Callable[[str], str]) -> str:
-    """``format_table`` of the cells as ``spell`` writes them for the terminal, so that an ASCII spelling
-    ("n -> inf" for "n → ∞") is laid out at its own width."""
-    return format_table(
-        [spell(header) for header in headers], [[spell(cell) for cell in row] for row in rows]
-    )
-
-
 def _demo1_lines(
     hw: GPUSpec, serial_fractions: Sequence[float], ns: Sequence[int], spell: Callable[[str], str]
 ) -> list[str]:
@@ -244,7 +236,7 @@ def _demo1_lines(
         rows.append([fmt_percent(s, None), "Amdahl", *amdahl_row, _fmt_limit(amdahl_limit(s))])
         rows.append(["", "Gustafson", *gustafson_row, _fmt_limit(gustafson_limit(s))])
     headers = ["serial fraction s", "law", *(f"n = {fmt_count(n)}" for n in ns), "n → ∞"]
-    lines.append(_table(headers, rows, spell))
+    lines.append(format_table(headers, rows, spell))
     lanes = hw.fp32_lanes
     positive = [s for s in serial_fractions if s > 0]
     observations = []
@@ -366,7 +358,7 @@ def _demo2_lines(
         "overlapped: step",
         "tok/s (serial–overlapped)",
     ]
-    lines.append(_table(headers, table, spell))
+    lines.append(format_table(headers, table, spell))
     return lines + _observation_lines(_demo2_observations(cfgs, steps, rows, launch_s))
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 _COLUMN_GAP = "  "
 
@@ -11,9 +11,16 @@ def _is_numeric(cell: str) -> bool:
     return cell[:1].isdigit()
 
 
-def format_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+def format_table(
+    headers: Sequence[str], rows: Sequence[Sequence[str]], spell: Callable[[str], str] | None = None
+) -> str:
     """Return ``rows`` under ``headers`` as aligned text lines; columns whose cells all start with a digit are
-    right-aligned, others left-aligned."""
+    right-aligned, others left-aligned. ``spell``, if given, rewrites every cell before the layout (e.g.
+    ``lambda text: model.units.text_for_stream(text, sys.stdout)``), so that a terminal's ASCII spellings
+    ("n -> inf" for "n → ∞") are aligned at their own widths."""
+    if spell is not None:
+        headers = [spell(header) for header in headers]
+        rows = [[spell(cell) for cell in row] for row in rows]
     columns = list(zip(headers, *rows, strict=True)) if rows else [(header,) for header in headers]
     widths = [max(len(cell) for cell in column) for column in columns]
     right_aligned = [bool(rows) and all(_is_numeric(cell) for cell in column[1:]) for column in columns]
