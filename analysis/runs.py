@@ -70,7 +70,8 @@ def select_runs(result: LoadResult, include_quick: bool = False, include_partial
     notes.extend(set_aside)
     notes.extend(_lacking_families(used))
     notes.extend(_run_notes(used))
-    files = tuple(path for path in result.files_used if str(path) in set(keep))
+    kept = set(keep)
+    files = tuple(path for path in result.files_used if str(path) in kept)
     pooled = replace(result, frame=frame.reset_index(drop=True), files_used=files, runs=used)
     return Selection(result=pooled, left_out=tuple(left_out), notes=tuple(notes))
 
@@ -78,17 +79,11 @@ def select_runs(result: LoadResult, include_quick: bool = False, include_partial
 def selection_lines(selection: Selection) -> list[str]:
     """The runs used (how many, of how many machines, which files), then every left-out line and note."""
     runs = selection.result.runs
-    names = list(runs["source"])
-    shown = ", ".join(names[:LISTED_RUNS]) + (
-        f", and {len(names) - LISTED_RUNS} more" if len(names) > LISTED_RUNS else ""
-    )
     machines = runs["machine_id"].nunique()
-    head = f"Runs used: {len(names)} ({machine_text(machines)})" + (f": {shown}" if names else "")
+    head = f"Runs used: {len(runs)} ({machines} machine{'s' if machines != 1 else ''})"
+    if len(runs):
+        head += f": {_names(runs['source'], LISTED_RUNS)}"
     return [head, *selection.left_out, *selection.notes]
-
-
-def machine_text(count: int) -> str:
-    return f"{count} machine{'s' if count != 1 else ''}"
 
 
 def _partial(run: object) -> str | None:
