@@ -6,11 +6,16 @@ and the summary in ``analysis/summary.py``, so saved runs and the terminal agree
 
 from __future__ import annotations
 
+import copy
 import json
 import signal
 from collections.abc import Iterator
 
 import pytest
+
+#: py-cpuinfo's figures in pytest-benchmark's ``machine_info["cpu"]`` that change from run to run (the clock
+#: of the moment): moved to the run record's start snapshot, so ``machine_info`` stays the machine's.
+VOLATILE_CPUINFO = ("hz_actual", "hz_actual_friendly")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -30,13 +35,19 @@ def _benchmarking(config: pytest.Config) -> bool:
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
-    """Start the run record (its first snapshot of the machine's conditions) when benchmarks are timed, and
-    turn SIGTERM into an interrupt so a terminated run still saves what it measured."""
+    """When benchmarks are timed: refuse outputs that cannot be written (before anything is measured),
+    start the run record (its first snapshot of the machine's conditions), read the machine's metadata once
+    (so every ``machine_info`` of the session, and of the next session, is the same), and turn SIGTERM into
+    an interrupt so a terminated run still saves what it measured."""
+    from benchmarks.outputs import output_problems
     from benchmarks.run_record import RunRecord, terminate_as_interrupt
 
     config = session.config
     if not _benchmarking(config):
         return
+    problems = output_problems(config._benchmarksession)
+    if problems:
+        raise pytest.UsageError(f"{'; '.join(problems)}: nothing was measured")
     options = config._benchmarksession.options
     config._launchbench_run = RunRecord(
         quick=bool(config.getoption("quick")),
@@ -48,6 +59,8 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         },
         benchmark_options=json.loads(json.dumps(options, default=str)),
     )
+    config._benchmarksession.get_machine_info()  # calls pytest_benchmark_update_machine_info below
+    _pass_machine_notes(config)
     config._launchbench_old_sigterm = terminate_as_interrupt()
 
 
@@ -123,44 +136,96 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> Iterator[N
 
 
 def pytest_benchmark_update_machine_info(config: pytest.Config, machine_info: dict) -> None:
-    """Add ``machine_info["launchbench"]``: the provenance a reader of a saved run needs to trust it."""
+    """Add ``machine_info["launchbench"]`` (the provenance a reader of a saved run needs to trust it) and take
+    py-cpuinfo's clock of the moment out of ``machine_info["cpu"]`` (to the run record).
+
+    The machine is read once per session (the first call, at session start when benchmarks are timed):
+    pytest-benchmark calls this hook again when saving, after the cases may have loaded more libraries
+    (threadpoolctl would list them), and compares it with a saved run's at the start of the next session.
+    A collector that fails leaves its keys empty and a fault in the run record; it never loses the run.
+    """
     from benchmarks.provenance import collect_machine_info
 
-    machine_info["launchbench"] = collect_machine_info()
+    cpu = machine_info.get("cpu")
+    volatile = {key: cpu.pop(key) for key in VOLATILE_CPUINFO if key in cpu} if isinstance(cpu, dict) else {}
+    if not hasattr(config, "_launchbench_machine"):
+        faults: list[str] = []
+        config._launchbench_machine = collect_machine_info(faults)
+        config._launchbench_machine_notes = (volatile, faults)
+        _pass_machine_notes(config)
+    machine_info["launchbench"] = copy.deepcopy(config._launchbench_machine)
+    config._launchbench_machine_info = copy.deepcopy(machine_info)
+
+
+def _pass_machine_notes(config: pytest.Config) -> None:
+    """Hand what the first reading of the machine left over (py-cpuinfo's clock, collector faults) to the run
+    record, once there is one (``--benchmark-compare`` reads the machine before the session starts)."""
+    record = getattr(config, "_launchbench_run", None)
+    notes = getattr(config, "_launchbench_machine_notes", None)
+    if record is None or notes is None:
+        return
+    volatile, faults = notes
+    if volatile:
+        record.start["cpuinfo_hz_actual"] = volatile.get("hz_actual")
+    record.faults.extend(faults)
+    del config._launchbench_machine_notes
 
 
 def pytest_benchmark_update_json(config: pytest.Config, benchmarks: list, output_json: dict) -> None:
-    """Save the run record beside ``machine_info`` (``benchmarks.run_record.RUN_RECORD_KEY``)."""
-    from benchmarks.run_record import RUN_RECORD_KEY
+    """Save the run record beside ``machine_info`` (``benchmarks.run_record.RUN_RECORD_KEY``); a record that
+    cannot be built is saved as the one line saying why, never at the cost of the measured cases."""
+    from benchmarks.run_record import RUN_RECORD_KEY, RUN_RECORD_VERSION
 
     record = getattr(config, "_launchbench_run", None)
-    if record is not None:
+    if record is None:
+        return
+    try:
         output_json[RUN_RECORD_KEY] = record.as_json()
+    except Exception as error:
+        output_json[RUN_RECORD_KEY] = {
+            "version": RUN_RECORD_VERSION,
+            "error": f"run record not built: {type(error).__name__}: {error}",
+        }
 
 
 @pytest.hookimpl(trylast=True)
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    """Print launchbench's summary of the run just measured, below pytest-benchmark's table."""
+    """Print launchbench's summary of the run just measured, below pytest-benchmark's table.
+
+    Whatever fails in it (an analysis error, memory), pytest ends normally: one line says what failed, and
+    the run is saved already (pytest-benchmark saves before the terminal summary)."""
     session = getattr(terminalreporter.config, "_benchmarksession", None)
     if session is None or session.disabled or not session.benchmarks:
         return
-    from analysis.load import frame_from_run
+    try:
+        lines = _summary(terminalreporter.config, session)
+    except Exception as error:
+        text = str(error).strip().splitlines()
+        lines = [
+            f"launchbench summary failed: {type(error).__name__}: {text[0] if text else ''}".rstrip(": ")
+        ]
+    if lines:
+        terminalreporter.write_sep("-", "launchbench summary")
+        for line in lines:
+            terminalreporter.write_line(line)
+
+
+def _summary(config: pytest.Config, session: object) -> list[str]:
+    """The summary lines of the in-memory run: analysis of the same JSON pytest-benchmark saves."""
+    from analysis.load import load_doc
     from analysis.summary import summary_lines
     from benchmarks.run_record import RUN_RECORD_KEY
 
-    config = terminalreporter.config
+    machine_info = getattr(config, "_launchbench_machine_info", None) or session.get_machine_info()
     doc = config.hook.pytest_benchmark_generate_json(
         config=config,
         benchmarks=session.benchmarks,
         include_data=True,
-        machine_info=session.get_machine_info(),
+        machine_info=machine_info,
         commit_info={},
     )
     record = getattr(config, "_launchbench_run", None)
     if record is not None:
         doc[RUN_RECORD_KEY] = record.as_json()
-    lines = summary_lines(frame_from_run(doc, source="this run"))
-    if lines:
-        terminalreporter.write_sep("-", "launchbench summary")
-        for line in lines:
-            terminalreporter.write_line(line)
+    result = load_doc(doc, source="this run")
+    return summary_lines(result.frame, result.runs, result.problems)

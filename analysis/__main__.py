@@ -4,6 +4,11 @@ The only module of ``analysis`` that prints or exits. Every expected failure is 
 the input is checked (paths, ``--out``, ``--baseline``) and turned into one line on stderr and exit code 1 in
 ``main``. Problems with single input files are warnings (one line each) and the rest is used; the exit
 code is non-zero only when no usable launchbench case is left.
+
+Unlike runs are never pooled (``analysis.runs``): by default every command uses the complete full runs,
+counts a run saved twice once, and names each run it leaves out (quick, partial) with the flag that
+includes it. ``compare`` prints which runs it used above its table, ``report`` writes it into the report,
+``plot`` prints it on stderr.
 """
 
 from __future__ import annotations
@@ -14,7 +19,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from analysis.compare import choose_baseline
-from analysis.load import LoadResult, load_runs
+from analysis.load import load_runs
+from analysis.runs import Selection, select_runs, selection_lines
 
 _PROG = "python -m analysis"
 
@@ -84,6 +90,17 @@ def _add_paths(parser: argparse.ArgumentParser) -> None:
         help="skip the raw per-round samples: loads a fleet of runs several times faster; confidence "
         "intervals then come from the points alone and differences between machines are not judged",
     )
+    parser.add_argument(
+        "--include-quick",
+        action="store_true",
+        help="pool --quick runs with the full ones (left out by default: fewer sizes and rounds)",
+    )
+    parser.add_argument(
+        "--include-partial",
+        action="store_true",
+        help="pool the finished cases of partial runs (interrupted, or with cases that did not finish; left "
+        "out by default); their unfinished cases stay out",
+    )
 
 
 def _add_baseline(parser: argparse.ArgumentParser) -> None:
@@ -95,19 +112,27 @@ def _add_baseline(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _load(args: argparse.Namespace) -> LoadResult:
-    """Load ``args.paths``; print one warning per problem; raise ``CLIError`` when nothing usable is left or
-    ``args.baseline`` names no loaded machine."""
-    result = load_runs(args.paths, samples=not args.no_samples)
-    for problem in result.problems:
+def _load(args: argparse.Namespace) -> Selection:
+    """Load ``args.paths`` and keep the runs that may be pooled; print one warning per problem; raise
+    ``CLIError`` when nothing usable is left or ``args.baseline`` names no machine of the runs used."""
+    loaded = load_runs(args.paths, samples=not args.no_samples)
+    for problem in loaded.problems:
         print(f"{_PROG}: warning: {problem}", file=sys.stderr)
-    if result.frame.empty:
+    if loaded.frame.empty:
         raise CLIError(f"no usable launchbench run in {', '.join(map(str, args.paths))}")
+    selection = select_runs(loaded, include_quick=args.include_quick, include_partial=args.include_partial)
+    if selection.result.frame.empty:
+        for line in selection.left_out:
+            print(f"{_PROG}: {line}", file=sys.stderr)
+        raise CLIError(
+            f"every run was left out ({len(selection.left_out)}, each named above); --include-quick and "
+            "--include-partial pool quick and partial runs"
+        )
     try:
-        choose_baseline(list(dict.fromkeys(result.frame["machine_id"])), args.baseline)
+        choose_baseline(list(dict.fromkeys(selection.result.frame["machine_id"])), args.baseline)
     except ValueError as exc:
         raise CLIError(str(exc)) from exc
-    return result
+    return selection
 
 
 def _check_out(out: Path, paths: Sequence[str]) -> None:
@@ -125,9 +150,12 @@ def _report(args: argparse.Namespace) -> int:
     from analysis.report import write_report
 
     _check_out(args.out, args.paths)
-    result = _load(args)
-    written = write_report(result, out_dir=args.out, baseline=args.baseline)
-    print(f"wrote {written.path} ({len(written.figures)} figure files)")
+    selection = _load(args)
+    written = write_report(selection, out_dir=args.out, baseline=args.baseline)
+    used, left_out = len(selection.result.runs), len(selection.left_out)
+    print(
+        f"wrote {written.path} ({len(written.figures)} figure files; {used} run(s) used, {left_out} left out)"
+    )
     return 0
 
 
@@ -136,8 +164,9 @@ def _compare(args: argparse.Namespace) -> int:
     difference is significant (Mann-Whitney U on the raw samples; 'not judged' where none were saved)."""
     from analysis.report import comparison_markdown
 
-    result = _load(args)
-    print("\n".join(comparison_markdown(result.frame, baseline=args.baseline, points=args.points)))
+    selection = _load(args)
+    lines = comparison_markdown(selection.result.frame, baseline=args.baseline, points=args.points)
+    print("\n".join([*selection_lines(selection), "", *lines]))
     return 0
 
 
@@ -148,7 +177,10 @@ def _plot(args: argparse.Namespace) -> int:
     from analysis.plots import plot_all
 
     _check_out(args.out, args.paths)
-    frame = _load(args).frame
+    selection = _load(args)
+    for line in selection_lines(selection):
+        print(f"{_PROG}: {line}", file=sys.stderr)
+    frame = selection.result.frame
     fits = fit_all(frame)
     paths = plot_all(frame, fits, figure_table(frame, fits, args.baseline), out_dir=args.out)
     for path in paths:

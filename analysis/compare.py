@@ -284,6 +284,8 @@ class FigureSpec:
 
 
 _DERIVED = "not judged: derived from the figures above"
+#: The host figures that come from the fixed-overhead law: when it cannot be fitted, their rows say why.
+LAW_FIGURES = frozenset({"t0_s", "cache_s_per_element", "r_inf_per_s", "n_half", "dram_s_per_element"})
 
 #: The host family's figures (``analysis.host.HOST_COLUMNS``), in table order.
 HOST_FIGURES = (
@@ -463,10 +465,13 @@ def figure_table(frame: pd.DataFrame, fits: Fits, baseline: str | None) -> pd.Da
                 continue
             fit = table.loc[machine]
             value = float(fit[spec.column])
-            if math.isnan(value):
+            fit_error = fit.get("fit_error") if spec.column in LAW_FIGURES else None
+            if math.isnan(value) and not isinstance(fit_error, str):
                 continue
             judged_on = ""
-            if machine == base:
+            if math.isnan(value):  # the law could not be fitted: the row stays and says why
+                mark, p_value = f"not fitted: {fit_error}", math.nan
+            elif machine == base:
                 mark, p_value = MARK_BASELINE, math.nan
             elif math.isnan(base_value):
                 mark, p_value = "not judged: the baseline has no such figure", math.nan

@@ -30,11 +30,11 @@ import numpy as np
 import pandas as pd
 
 from analysis.fit import DEFAULT_LEVEL, OverheadFit, PerElementFit, fit_fixed_overhead, fit_per_element
+from analysis.intervals import positive_interval
 from model.laws import fixed_overhead_time
 from model.units import (
     fmt_bytes,
     fmt_count,
-    fmt_interval,
     fmt_percent,
     fmt_rate,
     fmt_si,
@@ -78,6 +78,9 @@ HOST_COLUMNS = (
     "ci_method",
     "level",
     "fit_error",
+    "set_aside",
+    "n_outside_law",
+    "n_boot",
 )
 
 PREDICTION_COLUMNS = (
@@ -174,6 +177,8 @@ def summary_section(frame: pd.DataFrame) -> list[str]:
         lines.append(f"CPU: numpy per-call cost and host bandwidth — {fit.machine_id}")
         lines.append("  each case's fastest round, as timeit (best of 5) and STREAM (best rate) report")
         lines.extend(_law_lines(fit))
+        if fit.set_aside:
+            lines.append(f"  set aside (no figure uses them): {'; '.join(fit.set_aside)}")
         lines.extend(_bandwidth_lines(fit))
         lines.extend(_many_vs_one_lines(predictions[predictions["machine_id"] == fit.machine_id]))
     return lines
@@ -232,16 +237,33 @@ def _host_row(machine_id: str, rows: pd.DataFrame, level: float) -> dict[str, ob
         ci_method=None,
         level=level,
         fit_error=None,
+        set_aside=(),
+        n_outside_law=0,
+        n_boot=0,
     )
-    row.update(_bandwidths(rows[rows["case"] == "host_bandwidth"]))
+    bandwidths, set_aside = _bandwidths(rows[rows["case"] == "host_bandwidth"])
+    row.update(bandwidths)
     sizes = rows[rows["case"] == "ufunc_size"]
     if sizes.empty:
+        row["set_aside"] = tuple(set_aside)
         return row
     if core_cache is None or llc is None:
         row["fit_error"] = "cache sizes unknown (run saved without them): cannot tell cache from DRAM sizes"
         return row
     seconds, working_set, samples = per_numpy_call(sizes)
-    in_cache = (working_set <= core_cache).to_numpy()
+    # ``analysis.load`` drops impossible points; a frame built another way may still hold some.
+    usable = (np.isfinite(seconds) & (seconds > 0) & np.isfinite(working_set) & (sizes["n"] > 0)).to_numpy()
+    if not usable.all():
+        set_aside.append(f"{int((~usable).sum())} ufunc_size point(s) without a finite time > 0")
+    in_cache = usable & (working_set <= core_cache).to_numpy()
+    from_dram = usable & (working_set >= DRAM_LLC_FACTOR * llc).to_numpy()
+    between = usable & ~in_cache & ~from_dram
+    if between.any():
+        set_aside.append(
+            f"{int(between.sum())} ufunc_size point(s) between the core cache and {DRAM_LLC_FACTOR} × LLC "
+            "(n = " + ", ".join(fmt_count(n) for n in sorted(set(sizes["n"][between]))) + ")"
+        )
+    row["set_aside"] = tuple(set_aside)
     try:
         law = fit_fixed_overhead(
             sizes["n"][in_cache],
@@ -254,7 +276,6 @@ def _host_row(machine_id: str, rows: pd.DataFrame, level: float) -> dict[str, ob
         row["fit_error"] = f"fixed-overhead law on {in_cache.sum()} in-cache points: {error}"
         return row
     row.update(_law_columns(law))
-    from_dram = (working_set >= DRAM_LLC_FACTOR * llc).to_numpy()
     if from_dram.any():
         dram = fit_per_element(
             sizes["n"][from_dram],
@@ -285,6 +306,8 @@ def _law_columns(law: OverheadFit) -> dict[str, object]:
         "cache_sizes": law.sizes,
         "cache_points": law.n_points,
         "ci_method": law.ci_method,
+        "n_outside_law": law.n_outside_law,
+        "n_boot": law.n_boot,
     }
 
 
@@ -298,15 +321,20 @@ def _dram_columns(fit: PerElementFit) -> dict[str, object]:
     }
 
 
-def _bandwidths(rows: pd.DataFrame) -> dict[str, float]:
+def _bandwidths(rows: pd.DataFrame) -> tuple[dict[str, float], list[str]]:
     """Bandwidth per op (copy, triad, read), B/s: bytes moved per call over the fastest call (median over
-    runs)."""
+    runs); and the points set aside (no finite rate > 0), one text per op."""
     result = {}
+    set_aside = []
     for op in BANDWIDTH_OPS:
         cases = rows[rows["op"] == op]
-        if not cases.empty:
-            result[f"{op}_bytes_per_s"] = float((cases["bytes"] / cases[STATISTIC]).median())
-    return result
+        rates = cases["bytes"] / cases[STATISTIC]
+        usable = np.isfinite(rates) & (rates > 0)
+        if not usable.all():
+            set_aside.append(f"{int((~usable).sum())} {op} point(s) without a finite rate > 0")
+        if usable.any():
+            result[f"{op}_bytes_per_s"] = float(rates[usable].median())
+    return result, set_aside
 
 
 def _law_lines(fit: tuple) -> list[str]:
@@ -316,22 +344,29 @@ def _law_lines(fit: tuple) -> list[str]:
     if math.isnan(fit.t0_s):
         return []
     sizes = fit.cache_sizes
+    outside = (
+        f"; {fit.n_outside_law:,} of {fit.n_boot:,} replicates outside the law (t0 < 0 or r∞ ≤ 0), left out "
+        "of n½'s CI"
+        if fit.n_outside_law
+        else ""
+    )
     lines = [
-        f"  {fmt_percent(fit.level)} CIs by {fit.ci_method}",
+        f"  {fmt_percent(fit.level)} CIs by {fit.ci_method}{outside}",
         f"  t0, fixed cost per call  {fmt_time(fit.t0_s):>12}   "
-        f"CI {fmt_interval(fit.t0_low_s, fit.t0_high_s, fmt_time)}",
+        f"CI {positive_interval(fit.t0_low_s, fit.t0_high_s, fmt_time)}",
         f"  per element, in cache    {fmt_time(fit.cache_s_per_element):>12}   "
-        f"CI {fmt_interval(fit.cache_s_per_element_low, fit.cache_s_per_element_high, fmt_time)}   "
+        f"CI {positive_interval(fit.cache_s_per_element_low, fit.cache_s_per_element_high, fmt_time)}   "
         f"(r∞ = {fmt_si(fit.r_inf_per_s, 'elem/s')})",
-        f"      law fitted on {len(sizes)} sizes, n = {fmt_count(sizes[0])} … {fmt_count(sizes[-1])}: "
-        f"working set ≤ {fmt_bytes(fit.core_cache_bytes)} core cache",
+        f"      law fitted on {fit.cache_points} points at {len(sizes)} sizes, n = {fmt_count(sizes[0])} … "
+        f"{fmt_count(sizes[-1])}: working set ≤ {fmt_bytes(fit.core_cache_bytes)} core cache",
     ]
     if fit.dram_points:
         lines += [
             f"  per element, from DRAM   {fmt_time(fit.dram_s_per_element):>12}   "
-            f"CI {fmt_interval(fit.dram_s_per_element_low, fit.dram_s_per_element_high, fmt_time)}",
-            f"      at n = {', '.join(fmt_count(n) for n in fit.dram_sizes)}: "
-            f"working set ≥ {DRAM_LLC_FACTOR} × {fmt_bytes(fit.llc_bytes)} LLC",
+            f"CI {positive_interval(fit.dram_s_per_element_low, fit.dram_s_per_element_high, fmt_time)}",
+            f"      from {fit.dram_points} point(s) at n = "
+            f"{', '.join(fmt_count(n) for n in fit.dram_sizes)}: working set ≥ {DRAM_LLC_FACTOR} × "
+            f"{fmt_bytes(fit.llc_bytes)} LLC",
         ]
     else:
         lines.append(
@@ -340,7 +375,8 @@ def _law_lines(fit: tuple) -> list[str]:
         )
     lines.append(
         f"  n½ = t0·r∞               {fmt_count(fit.n_half) + ' elem':>12}   "
-        f"CI {fmt_interval(fit.n_half_low, fit.n_half_high, fmt_count)}: smaller calls are mostly fixed cost"
+        f"CI {positive_interval(fit.n_half_low, fit.n_half_high, fmt_count)}: smaller calls are mostly fixed "
+        "cost"
     )
     return lines
 
@@ -369,7 +405,7 @@ def _many_vs_one_lines(predictions: pd.DataFrame) -> list[str]:
     total = int((predictions["n"] * predictions["pieces"]).max())
     variants = sorted(predictions["variant"].unique(), key=lambda v: (v != "views", v))
     lines = [
-        f"  many small vs one big (N = {fmt_count(total)} elements in pieces of n): "
+        f"  many small vs one big (N = {fmt_count(total)} elements in pieces of n; measured: fastest round): "
         f"predicted = {' or '.join(sorted(predictions['basis'].unique(), reverse=True))}",
         "    pieces" + "".join(f"   {variant + ': measured':>17}  predicted   error" for variant in variants),
     ]

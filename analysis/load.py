@@ -14,6 +14,19 @@ What differs between pytest-benchmark 3.x and 5.x, and is handled here:
 - the CPU name is ``machine_info["cpu"]["brand_raw"]`` from 3.4 (py-cpuinfo 6) on, ``["brand"]`` before;
 - ``stats["data"]`` (raw per-iteration samples) is there only when the run was saved with data (the default).
 
+Every case is checked before it is used: a time that is not a finite number > 0 (stats ``min``, ``median``,
+``mean``, ``max``; ``gpu_time_s``), statistics out of order (min > median), or a coordinate out of range
+(``n``, ``pieces``, ``n_calls``, ``n_kernels``, ``bytes`` … ≤ 0) drops that case with one line naming the
+file, the case and the value, and the rest is used. Raw samples that are not finite and > 0 are left out of
+their case (its statistics stay). So no impossible number (a negative time, an infinite bandwidth, a
+prediction for zero pieces) reaches a fit or a table.
+
+Beside the rows, ``LoadResult.runs`` holds one row per run file (``RUN_INFO_COLUMNS``): what its run record
+says (``benchmarks/run_record.py``: quick, completed or interrupted, unfinished cases, the selection, the
+machine's conditions) and a digest of its measurements, so ``analysis.runs`` can decide which runs may be
+pooled. Runs saved before the record existed are read as "legacy": quick or full is decided from the file
+(``LEGACY_QUICK_MAX_TIME_S``), their conditions are unknown.
+
 Storage is only ever read: nothing here opens a file for writing or creates a folder (pytest-benchmark's
 ``FileStorage`` creates its folder, so its query code is not reused; its ``normalize_stats`` is).
 """
@@ -21,11 +34,13 @@ Storage is only ever read: nothing here opens a file for writing or creates a fo
 from __future__ import annotations
 
 import glob
+import hashlib
 import json
+import math
 import os
 from collections.abc import Iterable, Mapping
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -43,11 +58,82 @@ RUN_COLUMNS = (
     "run_datetime",
     "machine_id",
     "host",
+    "system",
     "cpu_model",
     "gpu_name",
     "commit",
     "pb_version",
 )
+
+#: The saved JSON's top-level key of the run record (``benchmarks.run_record.RUN_RECORD_KEY``; saved data
+#: outlives code, so the key is part of the data contract, not an import).
+RUN_RECORD_KEY = "launchbench_run"
+
+#: Columns of ``LoadResult.runs``, one row per run file: identity; the record's quick / status /
+#: interrupted_by / planned / measured / unfinished (node ids) / selection; ``quick_basis`` (how quick was
+#: decided); ``digest`` (SHA-256 of the launchbench cases' names, coordinates and statistics, raw samples
+#: left out: equal digests are one measurement saved twice); the conditions (``usable_cpus``,
+#: ``other_cpu_share``, ``steal_share`` of the CPUs' time during the run, ``load_start``: 1-minute load
+#: average at start; ``load_saved``: legacy runs' 1-minute load average when saved, from ``machine_info``;
+#: ``gpu_slowdown``: NVML throttle reasons); ``faults``; ``families`` measured.
+RUN_INFO_COLUMNS = (
+    "source",
+    "machine_id",
+    "stored_machine_id",
+    "host",
+    "system",
+    "cpu_model",
+    "gpu_name",
+    "logical_cpus",
+    "run_datetime",
+    "has_record",
+    "quick",
+    "quick_basis",
+    "status",
+    "interrupted_by",
+    "planned",
+    "measured",
+    "unfinished",
+    "selected_by",
+    "digest",
+    "has_samples",
+    "families",
+    "usable_cpus",
+    "other_cpu_share",
+    "steal_share",
+    "load_start",
+    "load_saved",
+    "gpu_slowdown",
+    "faults",
+)
+
+#: A run saved without a run record is quick when its ``ufunc_size`` and ``many_vs_one`` cases ran with
+#: pytest-benchmark's ``options.max_time`` = 0.1 s: the budget ``--quick`` gave them before the record
+#: existed (``benchmarks/test_numpy_calls.py``, ``QUICK_MAX_TIME_S``; a full run gave 0.5 s).
+LEGACY_QUICK_MAX_TIME_S = 0.1
+LEGACY_QUICK_CASES = ("ufunc_size", "many_vs_one")
+
+#: Stats keys that are seconds per iteration and must be finite and > 0 (``REQUIRED_TIMES`` must be there).
+REQUIRED_TIMES = ("min", "median", "mean")
+OPTIONAL_TIMES = ("max", "q1", "q3")
+#: Stats keys that are spreads in seconds: finite and ≥ 0 where present.
+SPREADS = ("iqr", "stddev")
+#: ``extra_info`` coordinates that must be finite numbers > 0 where present (counts, bytes, rates, times),
+#: and those that may be 0 (a requested kernel duration of 0 ns; FLOPs of a pure copy).
+POSITIVE_COORDINATES = (
+    "n",
+    "pieces",
+    "n_calls",
+    "n_kernels",
+    "bytes",
+    "batch",
+    "ctx",
+    "rows",
+    "cols",
+    "gpu_time_s",
+    "spec_bytes_per_s",
+)
+NON_NEGATIVE_COORDINATES = ("kernel_ns", "flops")
 
 #: Columns of every frame, also of an empty one: run columns, benchmark identity, stats and raw samples.
 BASE_COLUMNS = (*RUN_COLUMNS, "name", "fullname", "group", *STAT_COLUMNS, "data")
@@ -62,54 +148,74 @@ PARALLEL_MIN_FILES = 48
 class LoadResult:
     """What ``load_runs`` found.
 
-    ``frame``: every usable run's launchbench rows (``frame_from_run``'s columns), all files concatenated;
-    ``problems``: one line per file skipped or partly skipped, naming the file and what is wrong;
-    ``files_used``: the files whose cases are in ``frame``, in load order.
+    ``frame``: every usable run's launchbench rows (``load_doc``'s columns), all files concatenated;
+    ``problems``: one line per file skipped, and per case dropped, naming the file and what is wrong;
+    ``files_used``: the files whose cases are in ``frame``, in load order; ``runs``: one row per file used
+    (``RUN_INFO_COLUMNS``), whose ``source`` matches the frame's.
     """
 
     frame: pd.DataFrame
     problems: tuple[str, ...]
     files_used: tuple[Path, ...]
+    runs: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=list(RUN_INFO_COLUMNS)))
+
+
+#: The GPU part of a machine id when the run's GPU metadata holds an error instead of a name.
+GPU_UNREADABLE = "GPU unreadable"
 
 
 def machine_identity(machine_info: Mapping) -> dict[str, object]:
-    """Return host, CPU model, GPU name, the stable ``machine_id`` and the CPU's cache sizes of one run.
+    """Return host, OS, CPU model, GPU name, the ``machine_id`` they compose, and the facts that tell one
+    machine from another (logical CPUs, the machine id the run stored) and its cache sizes.
 
-    ``machine_info["launchbench"]`` is authoritative; runs saved without it (older code, other tools) fall
-    back to pytest-benchmark's own fields, composed the same way, so the id stays comparable.
+    ``machine_id`` is always composed from the facts, "host / OS / CPU model / GPU name or 'no GPU'" (as
+    ``benchmarks.provenance.machine_id`` composes it when saving), never taken as stored: ids stored before
+    the OS was part of them, and runs saved without ``machine_info["launchbench"]``, get the same id as new
+    runs of the same machine, and a Windows and a Linux run of one laptop get two. OS = pytest-benchmark's
+    ``machine_info["system"]`` (``platform.system()``).
     """
-    ours = machine_info.get(SUITE) or {}
-    host = ours.get("host") or machine_info.get("node") or "unknown-host"
-    cpu_info = machine_info.get("cpu") or {}
+    ours = _mapping(machine_info.get(SUITE))
+    host = _text(ours.get("host")) or _text(machine_info.get("node")) or "unknown-host"
+    system = _text(ours.get("system")) or _text(machine_info.get("system"))
+    cpu_info = _mapping(machine_info.get("cpu"))
     cpu_model = (
-        ours.get("cpu_model")
-        or cpu_info.get("brand_raw")
-        or cpu_info.get("brand")  # py-cpuinfo < 6, i.e. pytest-benchmark < 3.4
-        or machine_info.get("processor")
+        _text(ours.get("cpu_model"))
+        or _text(cpu_info.get("brand_raw"))
+        or _text(cpu_info.get("brand"))  # py-cpuinfo < 6, i.e. pytest-benchmark < 3.4
+        or _text(machine_info.get("processor"))
         or "unknown-cpu"
     )
-    gpu = ours.get("gpu") or {}
-    gpu_name = gpu.get("name") if isinstance(gpu, Mapping) else None
-    machine_id = ours.get("machine_id") or f"{host} / {cpu_model} / {gpu_name or 'no GPU'}"
+    gpu = ours.get("gpu")
+    gpu_name = _text(gpu.get("name")) if isinstance(gpu, Mapping) else None
+    gpu_label = gpu_name or (GPU_UNREADABLE if isinstance(gpu, Mapping) else "no GPU")
+    logical = ours.get("logical_cpus", cpu_info.get("count"))
     # Cache sizes (bytes, None when unknown) tell analysis which sizes were served from cache or DRAM.
     return {
-        "machine_id": machine_id,
+        "machine_id": " / ".join(part for part in (host, system, cpu_model, gpu_label) if part),
         "host": host,
+        "system": system,
         "cpu_model": cpu_model,
         "gpu_name": gpu_name,
+        "logical_cpus": logical if isinstance(logical, int) and not isinstance(logical, bool) else None,
+        "stored_machine_id": _text(ours.get("machine_id")),
         "llc_bytes": ours.get("llc_bytes"),
         "core_cache_bytes": ours.get("core_cache_bytes"),
     }
 
 
-def frame_from_run(doc: Mapping, source: str) -> pd.DataFrame:
-    """Return the launchbench rows of one parsed pytest-benchmark run (``--benchmark-json``/``-save`` output).
+def load_doc(doc: Mapping, source: str) -> LoadResult:
+    """Check and load one parsed pytest-benchmark run (``--benchmark-json``/``-save`` output, or the run in
+    memory at the end of a pytest session): ``load_runs``'s result for that one run, ``source`` naming it.
 
-    Columns: ``RUN_COLUMNS``, then ``name``, ``fullname``, ``group``, every ``extra_info`` key, the
+    Frame columns: ``RUN_COLUMNS``, then ``name``, ``fullname``, ``group``, every ``extra_info`` key, the
     ``STAT_COLUMNS`` and ``data`` (the raw per-iteration samples in seconds as a float64 numpy array, or None
     when not saved). Benchmarks of other suites are left out; a run with none of ours gives an empty frame.
     """
-    return _frame(_rows_from_run(doc, source))
+    rows, run, problems = _checked_run(doc, source)
+    runs = pd.DataFrame([run] if rows else [], columns=list(RUN_INFO_COLUMNS))
+    return LoadResult(
+        frame=_frame(rows), problems=tuple(problems), files_used=(Path(source),) if rows else (), runs=runs
+    )
 
 
 def load_runs(paths: Iterable[str | Path], samples: bool) -> LoadResult:
@@ -126,14 +232,20 @@ def load_runs(paths: Iterable[str | Path], samples: bool) -> LoadResult:
     """
     files, problems = _expand(paths)
     rows: list[dict[str, object]] = []
+    runs: list[dict[str, object]] = []
     used: list[Path] = []
-    for path, (file_rows, problem) in zip(files, _read_files(files, samples), strict=True):
-        if problem:
-            problems.append(f"{path}: {problem}")
+    for path, (file_rows, run, file_problems) in zip(files, _read_files(files, samples), strict=True):
+        problems.extend(file_problems)
         if file_rows:
             rows.extend(file_rows)
+            runs.append(run)
             used.append(path)
-    return LoadResult(frame=_frame(rows), problems=tuple(problems), files_used=tuple(used))
+    return LoadResult(
+        frame=_frame(rows),
+        problems=tuple(problems),
+        files_used=tuple(used),
+        runs=pd.DataFrame(runs, columns=list(RUN_INFO_COLUMNS)),
+    )
 
 
 def _expand(paths: Iterable[str | Path]) -> tuple[list[Path], list[str]]:
@@ -173,7 +285,10 @@ def _expand(paths: Iterable[str | Path]) -> tuple[list[Path], list[str]]:
     return files, problems
 
 
-def _read_files(files: list[Path], samples: bool) -> list[tuple[list[dict[str, object]], str | None]]:
+FileResult = tuple[list[dict[str, object]], dict[str, object] | None, list[str]]
+
+
+def _read_files(files: list[Path], samples: bool) -> list[FileResult]:
     """``_read_file`` of each file, in order; in worker processes when there are many files and CPUs (JSON
     parsing is the whole cost of loading a fleet of runs, and it is CPU-bound)."""
     workers = min(
@@ -186,35 +301,52 @@ def _read_files(files: list[Path], samples: bool) -> list[tuple[list[dict[str, o
         return list(pool.map(_read_file, files, [samples] * len(files), chunksize=chunksize))
 
 
-def _read_file(path: Path, samples: bool) -> tuple[list[dict[str, object]], str | None]:
-    """Return (launchbench rows, problem or None) of one file; no rows when the file is unusable."""
+def _read_file(path: Path, samples: bool) -> FileResult:
+    """Return (launchbench rows, run info, problem lines) of one file; no rows when it is unusable."""
     try:
         raw = path.read_bytes()
     except OSError as exc:
-        return [], f"cannot be read ({exc.strerror or exc})"
+        return [], None, [f"{path}: cannot be read ({exc.strerror or exc})"]
     if not raw.strip():
-        return [], "file is empty"
+        return [], None, [f"{path}: file is empty"]
     try:
         doc = _parse(raw, samples)
     except UnicodeDecodeError:
-        return [], "not a text file (not UTF-8), so not a saved run"
+        return [], None, [f"{path}: not a text file (not UTF-8), so not a saved run"]
     except json.JSONDecodeError as exc:
         where = "ends early (truncated?)" if exc.pos >= len(raw.rstrip()) else "is not valid JSON"
-        return [], f"{where}: {exc.msg} at line {exc.lineno} column {exc.colno}"
+        return [], None, [f"{path}: {where}: {exc.msg} at line {exc.lineno} column {exc.colno}"]
     if not isinstance(doc, dict) or not isinstance(doc.get("benchmarks"), list):
-        return [], "JSON but not a pytest-benchmark run (no 'benchmarks' list)"
-    benchmarks = doc["benchmarks"]
-    if not benchmarks:
-        return [], "saved run holds no benchmarks"
+        return [], None, [f"{path}: JSON but not a pytest-benchmark run (no 'benchmarks' list)"]
+    return _checked_run(doc, str(path))
+
+
+def _checked_run(doc: Mapping, source: str) -> FileResult:
+    """(rows, run info, problem lines) of one parsed run: its launchbench cases, each checked."""
+    benchmarks = doc.get("benchmarks")
+    if not isinstance(benchmarks, list) or not benchmarks:
+        return [], None, [f"{source}: saved run holds no benchmarks"]
     ours = [b for b in benchmarks if isinstance(b, dict) and _is_ours(b)]
     if not ours:
-        return [], f"no launchbench case among its {len(benchmarks)} benchmarks (another suite's run?)"
-    broken = [b for b in ours if not _normalized(b)]
-    rows = _rows_from_run({**doc, "benchmarks": [b for b in ours if b not in broken]}, str(path))
-    if broken:
-        names = ", ".join(str(b.get("name")) for b in broken[:3]) + (", ..." if len(broken) > 3 else "")
-        return rows, f"{len(broken)} launchbench case(s) without usable stats skipped ({names})"
-    return rows, None
+        return (
+            [],
+            None,
+            [f"{source}: no launchbench case among its {len(benchmarks)} benchmarks (another suite's run?)"],
+        )
+    problems = []
+    usable = []
+    for bench in ours:
+        problem = _case_problem(bench)
+        if problem is None:
+            problem = _drop_bad_samples(bench)
+            usable.append(bench)
+            if problem is None:
+                continue
+        problems.append(f"{source}: case {bench.get('fullname') or bench.get('name')}: {problem}")
+    if not usable:
+        return [], None, [*problems, f"{source}: none of its {len(ours)} launchbench cases is usable"]
+    rows = _rows_from_run({**doc, "benchmarks": usable}, source)
+    return rows, _run_info(doc, ours, rows, source), problems
 
 
 def _parse(raw: bytes, samples: bool) -> object:
@@ -249,22 +381,189 @@ def _is_ours(bench: dict) -> bool:
     return isinstance(extra, dict) and extra.get("suite") == SUITE
 
 
-def _normalized(bench: dict) -> bool:
-    """Fill ``ops`` the way pytest-benchmark does for pre-3.1 runs; False when the stats cannot be used."""
+def _case_problem(bench: dict) -> str | None:
+    """Why one launchbench case cannot be used ("dropped: ..." naming the field and its value), or None.
+
+    Fills ``ops`` the way pytest-benchmark does for pre-3.1 runs when the case is usable.
+    """
     stats = bench.get("stats")
-    if not isinstance(stats, dict) or not isinstance(stats.get("mean"), int | float):
-        return False
-    try:
-        normalize_stats(stats)
-    except ZeroDivisionError:
-        stats["ops"] = float("inf")
-    return True
+    if not isinstance(stats, dict):
+        return "dropped: no stats"
+    for key in (*REQUIRED_TIMES, *OPTIONAL_TIMES):
+        if key not in stats and key not in REQUIRED_TIMES:
+            continue
+        if not _positive(stats.get(key)):
+            return f"dropped: stats.{key} = {stats.get(key)!r} (a time must be a finite number > 0 s)"
+    for key in SPREADS:
+        if key in stats and not _non_negative(stats[key]):
+            return f"dropped: stats.{key} = {stats[key]!r} (a spread must be a finite number ≥ 0 s)"
+    if not stats["min"] <= stats["median"] <= stats.get("max", math.inf):
+        return (
+            f"dropped: stats out of order: min {stats['min']!r} ≤ median {stats['median']!r} ≤ max "
+            f"{stats.get('max')!r} does not hold"
+        )
+    extra = bench["extra_info"]
+    for key in POSITIVE_COORDINATES:
+        if key in extra and not _positive(extra[key]):
+            return f"dropped: extra_info.{key} = {extra[key]!r} (must be a finite number > 0)"
+    for key in NON_NEGATIVE_COORDINATES:
+        if key in extra and not _non_negative(extra[key]):
+            return f"dropped: extra_info.{key} = {extra[key]!r} (must be a finite number ≥ 0)"
+    normalize_stats(stats)  # mean > 0, so ops = 1 / mean is finite
+    return None
+
+
+def _drop_bad_samples(bench: dict) -> str | None:
+    """Leave out a case's raw samples (its statistics stay) when any is not a finite number > 0; say so."""
+    stats = bench["stats"]
+    data = stats.get("data")
+    if data is None:
+        return None
+    values = np.asarray(data, dtype=float) if _all_numbers(data) else None
+    if values is not None and values.size and bool(np.all(np.isfinite(values) & (values > 0))):
+        return None
+    stats["data"] = None
+    if values is None:
+        return "raw samples left out: stats.data is not a list of numbers"
+    if not values.size:
+        return "raw samples left out: stats.data is empty"
+    bad = values[~(np.isfinite(values) & (values > 0))]
+    return (
+        f"raw samples left out: {bad.size} of {values.size} are not finite and > 0 s "
+        f"(first: {float(bad[0])!r}); its statistics are used"
+    )
+
+
+def _all_numbers(values: object) -> bool:
+    return isinstance(values, list) and all(
+        isinstance(value, int | float) and not isinstance(value, bool) for value in values
+    )
+
+
+def _positive(value: object) -> bool:
+    """Whether ``value`` is a finite number > 0 (not a bool, not text)."""
+    return _non_negative(value) and value > 0
+
+
+def _non_negative(value: object) -> bool:
+    """Whether ``value`` is a finite number ≥ 0 (not a bool, not text)."""
+    return (
+        isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) and value >= 0
+    )
+
+
+def _mapping(value: object) -> Mapping:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _text(value: object) -> str | None:
+    """``value`` when it is non-empty text, else None."""
+    return value if isinstance(value, str) and value else None
+
+
+def _run_info(
+    doc: Mapping, ours: list[dict], rows: list[dict[str, object]], source: str
+) -> dict[str, object]:
+    """One ``RUN_INFO_COLUMNS`` row for a run: identity, what its record says, its digest and conditions."""
+    identity = machine_identity(_mapping(doc.get("machine_info")))
+    record = doc.get(RUN_RECORD_KEY)
+    record = record if isinstance(record, Mapping) and "status" in record else None
+    info: dict[str, object] = dict.fromkeys(RUN_INFO_COLUMNS)
+    info.update(
+        {key: identity[key] for key in ("machine_id", "stored_machine_id", "host", "system", "cpu_model")},
+        gpu_name=identity["gpu_name"],
+        logical_cpus=identity["logical_cpus"],
+        source=source,
+        run_datetime=doc.get("datetime"),
+        has_record=record is not None,
+        digest=_digest(ours),
+        has_samples=any(row["data"] is not None for row in rows),
+        families=tuple(sorted({str(row.get("case")) for row in rows})),
+        unfinished=(),
+        gpu_slowdown=(),
+        faults=(),
+    )
+    if record is None:
+        ours_info = _mapping(_mapping(doc.get("machine_info")).get(SUITE))
+        load = ours_info.get("load_avg")  # saved in machine_info before the run record existed
+        info.update(
+            _legacy_quick(ours),
+            usable_cpus=_number(ours_info.get("usable_cpus")),
+            load_saved=_number(load[0]) if isinstance(load, list) and load else None,
+        )
+        return info
+    cases = _mapping(record.get("cases"))
+    selection = _mapping(record.get("selection"))
+    conditions = _mapping(record.get("conditions"))
+    during = _mapping(conditions.get("during"))
+    load = _mapping(conditions.get("start")).get("load_avg")
+    selected = [
+        f"-k {selection['keyword']!r}" if selection.get("keyword") else None,
+        f"-m {selection['markexpr']!r}" if selection.get("markexpr") else None,
+    ]
+    info.update(
+        quick=bool(record.get("quick")),
+        quick_basis="run record",
+        status=_text(record.get("status")),
+        interrupted_by=_text(record.get("interrupted_by")),
+        planned=cases.get("planned"),
+        measured=cases.get("measured"),
+        unfinished=tuple(str(case) for case in cases.get("unfinished") or ()),
+        selected_by=" ".join(part for part in selected if part) or None,
+        usable_cpus=conditions.get("usable_cpus"),
+        other_cpu_share=_number(during.get("other_cpu_share")),
+        steal_share=_number(during.get("steal_share")),
+        load_start=_number(load[0]) if isinstance(load, list) and load else None,
+        gpu_slowdown=tuple(str(reason) for reason in conditions.get("gpu_slowdown") or ()),
+        faults=tuple(str(fault) for fault in record.get("faults") or ()),
+    )
+    return info
+
+
+def _legacy_quick(ours: list[dict]) -> dict[str, object]:
+    """Quick or full for a run without a record, from its CPU cases' time budget (``LEGACY_QUICK_*``)."""
+    budgets = {
+        (bench.get("options") or {}).get("max_time")
+        for bench in ours
+        if bench["extra_info"].get("case") in LEGACY_QUICK_CASES and isinstance(bench.get("options"), dict)
+    }
+    if not budgets:
+        return {
+            "quick": False,
+            "quick_basis": "no run record and no ufunc_size/many_vs_one case: taken as full",
+        }
+    seconds = ", ".join(str(budget) for budget in sorted(budgets, key=str))
+    return {
+        "quick": budgets == {LEGACY_QUICK_MAX_TIME_S},
+        "quick_basis": f"no run record: ufunc_size/many_vs_one max_time {seconds} s",
+    }
+
+
+def _number(value: object) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _digest(ours: list[dict]) -> str:
+    """SHA-256 of the launchbench cases' names, coordinates and statistics (raw samples left out): a run
+    saved twice (a copy, a hard link, ``--benchmark-json`` beside ``--benchmark-autosave``) has one digest."""
+    cases = [
+        [
+            bench.get("fullname"),
+            bench.get("extra_info"),
+            {k: v for k, v in (bench.get("stats") or {}).items() if k not in ("data", "ops")},
+        ]
+        for bench in ours
+    ]
+    text = json.dumps(cases, sort_keys=True, default=str, allow_nan=True)
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def _rows_from_run(doc: Mapping, source: str) -> list[dict[str, object]]:
     """One dict per launchbench benchmark of ``doc``: run columns, ``extra_info``, stats, raw data."""
-    identity = machine_identity(doc.get("machine_info") or {})
-    commit_info = doc.get("commit_info") or {}
+    identity = machine_identity(_mapping(doc.get("machine_info")))
+    for key in ("logical_cpus", "stored_machine_id"):  # run facts: in ``LoadResult.runs``
+        identity.pop(key)
+    commit_info = _mapping(doc.get("commit_info"))
     run = {
         "source": source,
         "run_datetime": doc.get("datetime"),  # text here; parsed for all rows at once in ``_frame``

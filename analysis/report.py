@@ -23,11 +23,12 @@ from analysis.compare import (
 )
 from analysis.decode import where
 from analysis.host import BANDWIDTH_OPS
-from analysis.load import LoadResult
+from analysis.intervals import positive_interval
 from analysis.plots import plot_all
+from analysis.runs import Selection, selection_lines
+from analysis.trust import stability, unstable_line, verdict
 from model.units import (
     fmt_count,
-    fmt_interval,
     fmt_percent,
     fmt_rate,
     fmt_si,
@@ -65,10 +66,15 @@ def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list
 
 
 def _with_interval(value: float, low: float, high: float, unit: str) -> str:
+    """A positive figure with its interval in brackets (``analysis.intervals.positive_interval``: a bound the
+    fit could not set is said, never printed as a negative number); "n/a" for a value that is not a finite
+    number > 0, which no figure of these tables can be."""
     fmt = FORMATTERS[unit]
+    if not (math.isfinite(value) and value > 0):
+        return "n/a"
     if math.isnan(low) or math.isnan(high):
         return fmt(value)
-    return f"{fmt(value)} [{fmt_interval(low, high, fmt)}]"
+    return f"{fmt(value)} [{positive_interval(low, high, fmt)}]"
 
 
 def _mark_text(mark: str, p_value: float) -> str:
@@ -95,6 +101,9 @@ def comparison_lines(table: pd.DataFrame) -> list[str]:
                 cells.append("—")
                 continue
             row = by_machine.loc[machine]
+            if math.isnan(row["value"]):  # a figure the fit could not give: its mark says why
+                cells.append(row["mark"])
+                continue
             text = _with_interval(row["value"], row["low"], row["high"], row["unit"])
             if machine != baseline:
                 ratio = "ratio n/a" if math.isnan(row["ratio"]) else f"×{row['ratio']:.3g}"
@@ -103,7 +112,8 @@ def comparison_lines(table: pd.DataFrame) -> list[str]:
         cells.append(", ".join(sorted({text for text in group["judged_on"] if text})) or "—")
         rows.append(cells)
     return [
-        f"Baseline: **{baseline}**. Ratio = figure / baseline's figure. Intervals: 95 % bootstrap. "
+        f"Baseline: **{baseline}**. Ratio = figure / baseline's figure. Intervals: 95 % bootstrap. CPU "
+        "figures from each case's fastest round (min), GPU launch figures from the median of the rounds. "
         "Significance: two-sided Mann-Whitney U (normal approximation, tie-corrected) on the raw samples of "
         "the point that measures the figure most directly (last column), p < 0.01; "
         "'not judged' where runs were saved without raw samples or they were skipped (--no-samples).",
@@ -408,6 +418,17 @@ def _decode_lines(fits: Fits, figures: dict[str, str]) -> list[str]:
     return lines
 
 
+def _unstable_lines(frame: pd.DataFrame) -> list[str]:
+    """Per machine, one line naming its unstable cases (``analysis.trust``, limits stated)."""
+    table = stability(frame)
+    lines = []
+    for machine, cases in table.groupby("machine_id", sort=False):
+        line = unstable_line(cases)
+        if line:
+            lines.append(f"- {machine}: {line}")
+    return lines
+
+
 def _maybe(value: float, fmt: Callable[[float], str]) -> str:
     return "n/a" if value is None or math.isnan(value) else fmt(value)
 
@@ -419,21 +440,44 @@ def _figure_link(figures: dict[str, str], stem: str, caption: str) -> list[str]:
     return [f"![{caption}]({figures[stem]}.png)", "", f"*{caption}* ([SVG]({figures[stem]}.svg))", ""]
 
 
-def write_report(result: LoadResult, out_dir: Path, baseline: str | None) -> WrittenReport:
-    """Fit ``result.frame`` once, draw its figures into ``out_dir/figures``, write ``out_dir/report.md``."""
+def busy_lines(selection: Selection) -> list[str]:
+    """One line per run used that was measured on a busy machine (``analysis.trust.verdict``)."""
+    lines = []
+    for run in selection.result.runs.itertuples(index=False):
+        line = verdict(run._asdict())
+        if line:
+            lines.append(f"{run.source}: {line}")
+    return lines
+
+
+def write_report(selection: Selection, out_dir: Path, baseline: str | None) -> WrittenReport:
+    """Fit the pooled runs of ``selection`` once, draw their figures into ``out_dir/figures``, write
+    ``out_dir/report.md``: busy-machine verdicts first, then the runs used and left out, then the tables."""
+    result = selection.result
     frame = result.frame
     fits = fit_all(frame)
     table = figure_table(frame, fits, baseline)
     figure_paths = plot_all(frame, fits, table, out_dir / FIGURES_DIR)
     figures = {path.stem: f"{FIGURES_DIR}/{path.stem}" for path in figure_paths}
     machines = frame["machine_id"].nunique()
-    lines = [
-        "# launchbench report",
-        "",
+    lines = ["# launchbench report", ""]
+    busy = busy_lines(selection)
+    if busy:
+        lines += [*(f"**{line}**" for line in busy), ""]
+    lines += [
         f"{len(result.files_used)} saved run file(s), {machines} machine(s), {len(frame)} measured cases. "
-        "Times are per timed call (pytest-benchmark's median over rounds) unless a column says otherwise.",
+        "Times are per timed call; each table names its statistic: the CPU figures (t0, per-element costs, "
+        "bandwidths, many vs one) come from each case's fastest round (min), the GPU launch fits and the "
+        "decode steps from the median of the rounds.",
+        "",
+        "## Runs",
+        "",
+        *(f"- {line}" for line in selection_lines(selection)),
         "",
     ]
+    unstable = _unstable_lines(frame)
+    if unstable:
+        lines += [*unstable, ""]
     if result.problems:
         lines += [
             "Skipped or partly skipped inputs:",

@@ -5,9 +5,15 @@ land in one folder; ``machine_id`` tells them apart. The rest says what shaped t
 caches (whether an array is served from cache or from DRAM), the frequency governor, numpy's BLAS and thread
 pools, the thread environment variables, and the GPU when CuPy sees one.
 
+Only what stays true of the machine belongs here: pytest-benchmark compares ``machine_info`` wholesale and
+warns on any difference, so two runs of one unchanged machine must give identical dicts. The load, clocks
+and frequencies of *this* run go to the run record (``benchmarks/run_record.py``).
+
 Built from small collectors, each filling one dict and tolerating a missing source (no ``/sys`` on macOS,
 no ``/proc/cpuinfo`` on Windows, no GPU), as pyperf's ``_collect_metadata`` does: an unreadable source
-leaves its key ``None`` instead of failing the run.
+leaves its key ``None`` instead of failing the run. A collector that raises anyway (a GPU that answers the
+probe and then fails every call) leaves its keys ``None`` (``gpu``: ``{"error": ...}``) and one line in
+``faults``: the measured cases are still saved.
 """
 
 from __future__ import annotations
@@ -46,37 +52,62 @@ THREAD_ENV_VARS = (
 _SIZE_SUFFIXES = {"K": 1024, "M": 1024**2, "G": 1024**3}
 
 
-def collect_machine_info() -> dict[str, object]:
+#: What ``machine_id`` says for a GPU whose name could not be read (the GPU collector failed).
+GPU_UNREADABLE = "GPU unreadable"
+
+
+def collect_machine_info(faults: list[str] | None = None) -> dict[str, object]:
     """Return ``machine_info["launchbench"]``: identity, CPU, caches, numpy/BLAS, thread env and GPU.
 
-    Sizes are bytes; ``gpu`` is ``benchmarks.cuda.gpu_info()`` (``None`` without a usable device).
-    ``machine_id`` is "host / CPU model / GPU name or 'no GPU'", the composition ``analysis.load`` falls back
-    to for runs saved without this dict, so both agree.
+    Sizes are bytes; ``gpu`` is ``benchmarks.cuda.gpu_info()`` (``None`` without a usable device,
+    ``{"error": ...}`` when the device failed to answer). ``machine_id`` is ``machine_id(...)`` of the facts,
+    the composition ``analysis.load`` applies to every run, so both agree. A collector that raises appends
+    one line to ``faults`` (when given) and leaves its keys ``None``.
     """
     info: dict[str, object] = {}
-    collect_host(info)
-    collect_cpu(info)
-    collect_caches(info)
-    collect_numpy(info)
-    collect_env(info)
-    collect_gpu(info)
+    for collector, keys in COLLECTORS:
+        try:
+            collector(info)
+        except Exception as error:  # a broken source must not lose the run: say what failed, go on
+            for key in keys:
+                info[key] = None  # nothing half-filled
+            text = f"{type(error).__name__}: {error}"
+            if collector is collect_gpu:
+                info["gpu"] = {"error": text}
+            if faults is not None:
+                faults.append(f"provenance: {collector.__name__} failed ({text}); its keys are left empty")
     gpu = info["gpu"]
-    gpu_name = gpu.get("name") if isinstance(gpu, dict) else None
-    info["machine_id"] = f"{info['host']} / {info['cpu_model']} / {gpu_name or 'no GPU'}"
+    info["machine_id"] = machine_id(
+        str(info["host"] or "unknown-host"),
+        info["system"],
+        str(info["cpu_model"] or "unknown-cpu"),
+        gpu_label(gpu),
+    )
     return info
 
 
-def collect_host(info: dict[str, object]) -> None:
-    """Fill ``host`` (the network name), ``platform`` and ``load_avg`` (1, 5, 15 min; None where unknown).
+def machine_id(host: str, system: object, cpu_model: str, gpu: str) -> str:
+    """The machine's stable identity: "host / OS / CPU model / GPU name or 'no GPU'" (OS as
+    ``platform.system()``, e.g. "Linux"; left out where unknown). A Windows and a Linux install of one
+    laptop are two machines: their numbers differ."""
+    parts = [host, str(system) if system else None, cpu_model, gpu]
+    return " / ".join(part for part in parts if part)
 
-    The load average says whether other work shared the machine while it was measured.
-    """
+
+def gpu_label(gpu: object) -> str:
+    """The GPU part of ``machine_id``: the device's name, "no GPU", or ``GPU_UNREADABLE``."""
+    if not isinstance(gpu, dict):
+        return "no GPU"
+    name = gpu.get("name")
+    return str(name) if name else GPU_UNREADABLE
+
+
+def collect_host(info: dict[str, object]) -> None:
+    """Fill ``host`` (the network name), ``system`` (``platform.system()``: "Linux", "Windows", "Darwin")
+    and ``platform`` (OS, kernel release and C library in one string)."""
     info["host"] = platform.node() or "unknown-host"
+    info["system"] = platform.system() or None
     info["platform"] = platform.platform()
-    try:
-        info["load_avg"] = list(os.getloadavg())
-    except (AttributeError, OSError):  # Windows has no load average
-        info["load_avg"] = None
 
 
 def collect_cpu(info: dict[str, object]) -> None:
@@ -131,8 +162,20 @@ def collect_env(info: dict[str, object]) -> None:
 
 def collect_gpu(info: dict[str, object]) -> None:
     """Fill ``gpu`` with ``benchmarks.cuda.gpu_info()``: name, compute capability, SMs, memory, driver and
-    runtime versions, CuPy version, clocks; ``None`` when no CUDA device is usable."""
+    runtime versions, CuPy version; ``None`` when no CUDA device is usable. The GPU's clocks, power and
+    throttling change from run to run: they are in the run record (``benchmarks.nvml``), not here."""
     info["gpu"] = cuda.gpu_info()
+
+
+#: Each collector and the keys it fills (left ``None`` when it raises).
+COLLECTORS = (
+    (collect_host, ("host", "system", "platform")),
+    (collect_cpu, ("cpu_model", "logical_cpus", "usable_cpus", "governor")),
+    (collect_caches, ("caches", "llc_bytes", "core_cache_bytes")),
+    (collect_numpy, ("numpy", "blas")),
+    (collect_env, ("env",)),
+    (collect_gpu, ("gpu",)),
+)
 
 
 def _read_text(path: Path) -> str | None:

@@ -8,7 +8,8 @@ processes took while it ran, and facts the cases found about the device (e.g. a 
 decides from it which runs may be pooled and whether a run's figures can be trusted.
 
 Snapshots are taken by small collectors that tolerate a missing source (no ``/proc`` on macOS, no load average
-on Windows, no NVML without a GPU): an unreadable source leaves its key ``None``.
+on Windows, no NVML without a GPU): an unreadable source leaves its key ``None``, and a collector that raises
+anyway leaves its key ``None`` and one line in ``faults``, so the record never stops a run from being saved.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import os
 import signal
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -27,8 +29,10 @@ RUN_RECORD_KEY = "launchbench_run"
 #: Bumped when a key changes meaning (never for an added key): analysis reads every version it knows.
 RUN_RECORD_VERSION = 1
 
-#: Where Linux keeps per-CPU time counters and CPU frequencies.
+#: Where Linux keeps per-CPU time counters and CPU frequencies (sysfs where a cpufreq driver runs, else the
+#: "cpu MHz" lines of /proc/cpuinfo, which VMs have too).
 PROC_STAT = Path("/proc/stat")
+PROC_CPUINFO = Path("/proc/cpuinfo")
 CPU_SYSFS = Path("/sys/devices/system/cpu")
 
 # /proc/stat's per-CPU columns, in clock ticks: user nice system idle iowait irq softirq steal (guest time is
@@ -90,21 +94,45 @@ def load_avg() -> list[float] | None:
         return None
 
 
-def cpu_frequencies_hz(cpus: list[int] | None, root: Path = CPU_SYSFS) -> dict[str, float] | None:
-    """The current frequency of ``cpus`` (Hz): min, mean and max over them; None where sysfs does not say.
+def cpu_frequencies_hz(
+    cpus: list[int] | None, root: Path = CPU_SYSFS, cpuinfo: Path = PROC_CPUINFO
+) -> dict[str, Any] | None:
+    """The current frequency of ``cpus`` (Hz): min, mean and max over them, and ``source`` (sysfs's
+    ``scaling_cur_freq``, else /proc/cpuinfo's "cpu MHz"); None where neither says.
 
     A frequency that moved between start and end (turbo, thermal limits, a power-saving governor) is a
     condition of the run, not a fact of the machine.
     """
-    numbers = cpus if cpus is not None else range(os.cpu_count() or 0)
+    numbers = list(cpus) if cpus is not None else list(range(os.cpu_count() or 0))
     values = []
     for number in numbers:
         text = _read_text(root / f"cpu{number}" / "cpufreq" / "scaling_cur_freq")
         if text is not None and text.isdigit():
             values.append(int(text) * 1e3)  # kHz
+    source = "sysfs scaling_cur_freq"
+    if not values:
+        values = _cpuinfo_mhz(cpuinfo, set(numbers))
+        source = "/proc/cpuinfo cpu MHz"
     if not values:
         return None
-    return {"min": min(values), "mean": sum(values) / len(values), "max": max(values)}
+    return {"min": min(values), "mean": sum(values) / len(values), "max": max(values), "source": source}
+
+
+def _cpuinfo_mhz(cpuinfo: Path, cpus: set[int]) -> list[float]:
+    """The "cpu MHz" of each processor in ``cpus`` listed in /proc/cpuinfo, Hz; empty where unreadable."""
+    values = []
+    processor = None
+    for line in (_read_text(cpuinfo) or "").splitlines():
+        key, _, value = line.partition(":")
+        key, value = key.strip(), value.strip()
+        if key == "processor" and value.isdigit():
+            processor = int(value)
+        elif key == "cpu MHz" and processor in cpus:
+            try:
+                values.append(float(value) * 1e6)
+            except ValueError:
+                continue
+    return values
 
 
 def governor(root: Path = CPU_SYSFS) -> str | None:
@@ -119,16 +147,30 @@ def snapshot() -> dict[str, Any]:
     from benchmarks.nvml import gpu_conditions
 
     cpus = usable_cpu_ids()
-    return {
+    faults: list[str] = []
+    snap = {
         "time": _now(),
         "monotonic_s": time.monotonic(),
-        "load_avg": load_avg(),
-        "cpu_ticks": cpu_ticks(cpus),
+        "load_avg": _guarded("load_avg", load_avg, faults),
+        "cpu_ticks": _guarded("cpu_ticks", lambda: cpu_ticks(cpus), faults),
         "own_cpu_s": own_cpu_s(),
-        "cpu_freq_hz": cpu_frequencies_hz(cpus),
-        "governor": governor(),
-        "gpu": gpu_conditions(),
+        "cpu_freq_hz": _guarded("cpu_freq_hz", lambda: cpu_frequencies_hz(cpus), faults),
+        "governor": _guarded("governor", governor, faults),
+        "gpu": _guarded("gpu", gpu_conditions, faults),
     }
+    if faults:
+        snap["faults"] = faults
+    return snap
+
+
+def _guarded(key: str, collect: Callable[[], Any], faults: list[str]) -> Any:
+    """``collect()``, or None with one line in ``faults`` when it raises: a condition that cannot be read
+    must not cost the run its results."""
+    try:
+        return collect()
+    except Exception as error:
+        faults.append(f"run record: reading {key} failed ({type(error).__name__}: {error}); left empty")
+        return None
 
 
 def between(start: dict[str, Any], end: dict[str, Any], n_cpus: int | None) -> dict[str, float | None]:
@@ -231,10 +273,24 @@ class RunRecord:
                 "start": _without_clock(self.start),
                 "end": _without_clock(end),
                 "during": between(self.start, end, n_cpus),
+                "gpu_slowdown": gpu_slowdown(self.start, end),
             },
             "facts": self.facts,
-            "faults": self.faults,
+            "faults": [*self.faults, *self.start.get("faults", ()), *end.get("faults", ())],
         }
+
+
+def gpu_slowdown(*snapshots: dict[str, Any]) -> list[str]:
+    """The NVML throttle reasons of ``snapshots`` that mean the GPU ran below its clocks for power or heat
+    (``benchmarks.nvml.SLOWDOWN_REASONS``), each once, sorted; empty without a GPU or without NVML."""
+    from benchmarks.nvml import SLOWDOWN_REASONS
+
+    seen = set()
+    for snap in snapshots:
+        gpu = snap.get("gpu")
+        reasons = gpu.get("throttle_reasons") if isinstance(gpu, dict) else None
+        seen.update(reason for reason in reasons or () if reason in SLOWDOWN_REASONS)
+    return sorted(seen)
 
 
 def record_fact(config: Any, name: str, value: object) -> None:
@@ -265,8 +321,10 @@ def terminate_as_interrupt() -> Any:
 
 
 def _without_clock(snap: dict[str, Any]) -> dict[str, Any]:
-    """A snapshot as saved: the monotonic clock and raw counters are only for ``between``."""
-    return {key: value for key, value in snap.items() if key not in ("monotonic_s", "cpu_ticks", "own_cpu_s")}
+    """A snapshot as saved: the monotonic clock and raw counters are only for ``between``; its faults are
+    saved with the record's."""
+    hidden = ("monotonic_s", "cpu_ticks", "own_cpu_s", "faults")
+    return {key: value for key, value in snap.items() if key not in hidden}
 
 
 def _now() -> str:

@@ -72,8 +72,11 @@ def test_compare_prints_the_machine_table_with_a_chosen_baseline(
 def test_plot_writes_png_and_svg(storage: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out_dir = tmp_path / "figs"
     assert main(["plot", str(storage), "--out", str(out_dir)]) == 0
-    printed = [Path(line) for line in capsys.readouterr().out.splitlines()]
+    captured = capsys.readouterr()
+    printed = [Path(line) for line in captured.out.splitlines()]
     assert printed
+    # Which runs the figures show goes to stderr, beside the load warnings.
+    assert "python -m analysis: Runs used: 2 (2 machines): " in captured.err
     assert all(path.is_file() and path.parent == out_dir for path in printed)
     assert {path.suffix for path in printed} == {".png", ".svg"}
 

@@ -91,20 +91,42 @@ def test_two_machines_in_one_storage_folder_are_told_apart(tmp_path: Path, cpu_d
 
 
 def test_machine_identity_falls_back_to_pytest_benchmarks_fields() -> None:
-    new = {"node": "box", "cpu": {"brand_raw": "Fast CPU"}}
-    old = {"node": "box", "cpu": {"brand": "Fast CPU"}}  # py-cpuinfo < 6 (pytest-benchmark < 3.4)
+    new = {"node": "box", "system": "Linux", "cpu": {"brand_raw": "Fast CPU"}}
+    old = {"node": "box", "system": "Linux", "cpu": {"brand": "Fast CPU"}}  # py-cpuinfo < 6 (pb < 3.4)
     expected = {
-        "machine_id": "box / Fast CPU / no GPU",
+        "machine_id": "box / Linux / Fast CPU / no GPU",
         "host": "box",
+        "system": "Linux",
         "cpu_model": "Fast CPU",
         "gpu_name": None,
     }
     for info in (new, old):
         identity = machine_identity(info)
         assert {key: identity[key] for key in expected} == expected
-    ours = {SUITE: {"machine_id": "m1", "host": "h", "cpu_model": "c", "gpu": {"name": "NVIDIA H200"}}}
-    assert machine_identity(ours)["machine_id"] == "m1"
-    assert machine_identity(ours)["gpu_name"] == "NVIDIA H200"
+    ours = {
+        "system": "Linux",
+        SUITE: {"machine_id": "m1", "host": "h", "cpu_model": "c", "gpu": {"name": "H200"}},
+    }
+    assert machine_identity(ours)["machine_id"] == "h / Linux / c / H200"  # composed, not taken as stored
+    assert machine_identity(ours)["stored_machine_id"] == "m1"
+    assert machine_identity(ours)["gpu_name"] == "H200"
+
+
+def test_old_and_new_runs_of_one_machine_share_an_id_and_two_oses_do_not(cpu_doc: dict) -> None:
+    """The real run stored its id without the OS; saved today it would carry "system" and the new id."""
+    info = cpu_doc["machine_info"]
+    old = machine_identity(info)
+    assert old["stored_machine_id"] == info[SUITE]["machine_id"]
+    assert " / Linux / " not in old["stored_machine_id"]
+    new_info = copy.deepcopy(info)
+    new_info[SUITE]["system"] = "Linux"
+    new_info[SUITE]["machine_id"] = old["machine_id"]  # as benchmarks.provenance composes it now
+    assert machine_identity(new_info)["machine_id"] == old["machine_id"]
+    assert f" / {info['system']} / " in old["machine_id"]
+    windows = copy.deepcopy(info)
+    windows["system"] = "Windows"  # the same laptop's Windows install: another machine
+    assert machine_identity(windows)["machine_id"] != old["machine_id"]
+    assert machine_identity(windows)["stored_machine_id"] == old["stored_machine_id"]
 
 
 def test_pytest_benchmark_3x_layout_is_read(tmp_path: Path, cpu_doc: dict) -> None:
@@ -191,8 +213,8 @@ def test_case_without_stats_is_skipped_with_a_line(tmp_path: Path, cpu_doc: dict
     result = load_runs([path], samples=True)
     assert len(result.frame) == len(ours) - 1
     (problem,) = result.problems
-    assert problem.startswith(f"{path}: 1 launchbench case(s) without usable stats")
-    assert ours[0]["name"] in problem
+    expected = "dropped: stats.min = None (a time must be a finite number > 0 s)"
+    assert problem == f"{path}: case {ours[0]['fullname']}: {expected}"
 
 
 def test_empty_folder_missing_path_and_unmatched_glob_are_problems(tmp_path: Path) -> None:
@@ -268,6 +290,7 @@ def test_parallel_loading_gives_the_serial_frame(
     assert parallel.problems == serial.problems
     assert len(parallel.problems) == 1
     assert parallel.files_used == serial.files_used
+    assert parallel.runs.equals(serial.runs)
     assert parallel.frame.drop(columns="data").equals(serial.frame.drop(columns="data"))
     for a, b in zip(parallel.frame["data"], serial.frame["data"], strict=True):
         assert np.array_equal(a, b)

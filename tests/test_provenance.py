@@ -1,8 +1,10 @@
-"""benchmarks.provenance: every key present, missing sources tolerated, machine_id as load composes it."""
+"""benchmarks.provenance: every key present, missing sources tolerated, a collector that raises costs only
+its keys (and says so), machine_id as load composes it."""
 
 from __future__ import annotations
 
 import json
+import platform
 from pathlib import Path
 
 import pytest
@@ -14,7 +16,7 @@ KEYS = {
     "machine_id",
     "host",
     "platform",
-    "load_avg",
+    "system",
     "cpu_model",
     "logical_cpus",
     "usable_cpus",
@@ -57,22 +59,63 @@ def test_every_key_is_present_and_the_result_is_json(no_gpu: None) -> None:
     json.dumps(info)  # pytest-benchmark saves it as JSON
 
 
-def test_machine_id_is_host_cpu_and_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_machine_id_is_host_os_cpu_and_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(provenance.cuda, "gpu_info", lambda: None)
     info = provenance.collect_machine_info()
-    assert info["machine_id"] == f"{info['host']} / {info['cpu_model']} / no GPU"
+    assert info["system"] == platform.system()
+    assert info["machine_id"] == f"{info['host']} / {platform.system()} / {info['cpu_model']} / no GPU"
     monkeypatch.setattr(provenance.cuda, "gpu_info", lambda: {"name": "NVIDIA H200", "sm_count": 132})
     info = provenance.collect_machine_info()
-    assert info["machine_id"] == f"{info['host']} / {info['cpu_model']} / NVIDIA H200"
+    assert info["machine_id"] == f"{info['host']} / {platform.system()} / {info['cpu_model']} / NVIDIA H200"
     assert info["gpu"]["sm_count"] == 132
 
 
-def test_machine_id_matches_loads_fallback_for_runs_saved_without_it(no_gpu: None) -> None:
-    """A run saved without ``machine_info["launchbench"]`` gets the same id from pytest-benchmark's fields."""
+def test_machine_id_matches_loads_composition(no_gpu: None) -> None:
+    """``analysis.load`` composes the same id from the saved facts, and from pytest-benchmark's own fields
+    for a run saved without ``machine_info["launchbench"]``."""
     info = provenance.collect_machine_info()
-    fallback = machine_identity({"node": info["host"], "cpu": {"brand_raw": info["cpu_model"]}})
-    assert fallback["machine_id"] == info["machine_id"]
+    fallback = {"node": info["host"], "system": platform.system(), "cpu": {"brand_raw": info["cpu_model"]}}
+    assert machine_identity(fallback)["machine_id"] == info["machine_id"]
+    assert machine_identity({"launchbench": info})["machine_id"] == info["machine_id"]
     assert machine_identity({"launchbench": info})["llc_bytes"] == info["llc_bytes"]
+
+
+def test_a_gpu_that_fails_after_the_probe_costs_only_the_gpu_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    """CuPy sees a device, then ``getDeviceProperties`` fails: the GPU key says so, the rest is read, the
+    fault is handed on (to the run record), and load composes the same id as provenance."""
+
+    def failing() -> None:
+        raise RuntimeError("cudaErrorUnknown: unknown error")
+
+    monkeypatch.setattr(provenance.cuda, "gpu_info", failing)
+    faults: list[str] = []
+    info = provenance.collect_machine_info(faults)
+    assert info["gpu"] == {"error": "RuntimeError: cudaErrorUnknown: unknown error"}
+    assert info["machine_id"].endswith(f" / {provenance.GPU_UNREADABLE}")
+    assert machine_identity({"launchbench": info})["machine_id"] == info["machine_id"]
+    assert info["cpu_model"] and info["numpy"]
+    (fault,) = faults
+    assert "collect_gpu" in fault and "cudaErrorUnknown" in fault
+    json.dumps(info)
+
+
+def test_any_collector_that_raises_leaves_its_keys_empty(
+    monkeypatch: pytest.MonkeyPatch, no_gpu: None
+) -> None:
+    def failing(info: dict) -> None:
+        info["caches"] = "half-filled"
+        raise OSError("sysfs went away")
+
+    monkeypatch.setattr(
+        provenance,
+        "COLLECTORS",
+        tuple((failing, keys) if keys[0] == "caches" else (c, keys) for c, keys in provenance.COLLECTORS),
+    )
+    faults: list[str] = []
+    info = provenance.collect_machine_info(faults)
+    assert set(info) == KEYS
+    assert info["caches"] is None and info["llc_bytes"] is None and info["core_cache_bytes"] is None
+    assert len(faults) == 1 and "sysfs went away" in faults[0]
 
 
 def test_caches_and_governor_are_read_from_sysfs(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -136,7 +179,7 @@ def test_every_file_source_unreadable(monkeypatch: pytest.MonkeyPatch, no_gpu: N
     assert info["cpu_model"] == "x86_64"
     assert info["governor"] is None
     assert info["llc_bytes"] is None
-    assert info["machine_id"] == f"{info['host']} / x86_64 / no GPU"
+    assert info["machine_id"] == f"{info['host']} / {platform.system()} / x86_64 / no GPU"
 
 
 def test_thread_environment_is_recorded(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -73,9 +73,15 @@ def perturbed(
     info["node"] = host
     ours = info.setdefault("launchbench", {})
     ours["host"] = host
-    ours["machine_id"] = (
-        f"{host} / {ours.get('cpu_model', 'cpu')} / {(ours.get('gpu') or {}).get('name', 'no GPU')}"
+    parts = (
+        host,
+        info.get("system"),
+        ours.get("cpu_model", "cpu"),
+        (ours.get("gpu") or {}).get("name", "no GPU"),
     )
+    ours["machine_id"] = " / ".join(
+        str(part) for part in parts if part
+    )  # as benchmarks.provenance composes it
     ours["synthetic"] = f"fanout_runs.py copy of {source}"
     start = datetime.fromisoformat(str(doc.get("datetime", "2026-01-01T00:00:00"))).replace(
         tzinfo=timezone.utc

@@ -1,0 +1,233 @@
+"""Which saved runs may be pooled: unlike runs are never averaged together.
+
+A quick run (fewer sizes and rounds), a partial one (interrupted, or with cases that did not finish) and a
+second copy of one run (same measurements: a copy, a hard link, ``--benchmark-json`` beside
+``--benchmark-autosave``) would each bias a pooled figure or narrow its confidence interval without
+cause. ``select_runs`` keeps the complete full runs, counts duplicates once, and names every run it leaves
+out in one line with the flag that would include it. A run of a ``-k`` / ``-m`` selection is complete for
+what it selected: it is pooled, and the families it lacks are named.
+
+Machines: ``analysis.load`` composes each run's ``machine_id`` from its facts (host, OS, CPU, GPU). Runs
+whose ids agree but whose logical CPU counts differ (a resized VM) are kept apart here, and a stored
+``machine_id`` that covers several machines by their facts is named.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+
+import pandas as pd
+
+from analysis.load import LoadResult
+from analysis.trust import verdict
+
+#: At most this many file names in the line that lists the runs used.
+LISTED_RUNS = 8
+
+
+@dataclass(frozen=True)
+class Selection:
+    """What ``select_runs`` decided.
+
+    ``result``: the pooled runs only (frame, files, runs; the load problems as loaded), machine ids with
+    conflicting facts told apart; ``left_out``: one line per run left out, naming the file, why, and the flag
+    that includes it; ``notes``: machines kept apart, unfinished cases set aside, selections that lack
+    families, runs whose conditions are unknown, busy machines and faults of the runs used.
+    """
+
+    result: LoadResult
+    left_out: tuple[str, ...]
+    notes: tuple[str, ...]
+
+
+def select_runs(result: LoadResult, include_quick: bool = False, include_partial: bool = False) -> Selection:
+    """Keep the runs of ``result`` that may be pooled; see the module docstring. ``include_quick`` /
+    ``include_partial`` pool quick / partial runs too (a partial run's unfinished cases are always set
+    aside); duplicates are always counted once."""
+    runs = result.runs.reset_index(drop=True)
+    frame = result.frame
+    notes: list[str] = []
+    runs, frame = _split_by_core_count(runs, frame, notes)
+    notes.extend(_stored_id_conflicts(runs))
+    left_out: list[str] = []
+    keep: list[str] = []
+    for run in _without_duplicates(runs, left_out).itertuples(index=False):
+        if run.quick and not include_quick:
+            left_out.append(
+                f"{run.source}: left out: a quick run (--quick; {run.quick_basis}): fewer sizes and rounds "
+                "than a full run; --include-quick pools it"
+            )
+            continue
+        partial = _partial(run)
+        if partial and not include_partial:
+            left_out.append(f"{run.source}: left out: a partial run ({partial}); --include-partial pools it")
+            continue
+        keep.append(run.source)
+    used = runs[runs["source"].isin(keep)].reset_index(drop=True)
+    frame = frame[frame["source"].isin(keep)]
+    frame, set_aside = without_unfinished(frame, used)
+    notes.extend(set_aside)
+    notes.extend(_lacking_families(used))
+    notes.extend(_run_notes(used))
+    kept = set(keep)
+    files = tuple(path for path in result.files_used if str(path) in kept)
+    pooled = replace(result, frame=frame.reset_index(drop=True), files_used=files, runs=used)
+    return Selection(result=pooled, left_out=tuple(left_out), notes=tuple(notes))
+
+
+def selection_lines(selection: Selection) -> list[str]:
+    """The runs used (how many, of how many machines, which files), then every left-out line and note."""
+    runs = selection.result.runs
+    machines = runs["machine_id"].nunique()
+    head = f"Runs used: {len(runs)} ({machines} machine{'s' if machines != 1 else ''})"
+    if len(runs):
+        head += f": {_names(runs['source'], LISTED_RUNS)}"
+    return [head, *selection.left_out, *selection.notes]
+
+
+def _partial(run: object) -> str | None:
+    """Why ``run`` is partial (interrupted, or cases that did not finish), or None."""
+    reasons = []
+    if run.status == "interrupted":
+        by = f" by {run.interrupted_by}" if run.interrupted_by else ""
+        counts = (
+            f": {run.measured} of {run.planned} planned cases measured"
+            if run.planned is not None and run.measured is not None
+            else ""
+        )
+        reasons.append(f"interrupted{by}{counts}")
+    if run.unfinished:
+        reasons.append(f"{len(run.unfinished)} case(s) did not finish: {_names(run.unfinished)}")
+    return "; ".join(reasons) or None
+
+
+def _without_duplicates(runs: pd.DataFrame, left_out: list[str]) -> pd.DataFrame:
+    """``runs`` with each measurement once per machine (equal ``digest``): the copy with raw samples, else
+    with a run record, else the first. (A run relabelled as another machine is that machine's data, kept.)"""
+    key = ["machine_id", "digest"]
+    ranked = runs.assign(_order=range(len(runs))).sort_values(
+        ["has_samples", "has_record", "_order"], ascending=[False, False, True], kind="stable"
+    )
+    first = ranked.drop_duplicates(key)
+    kept = {
+        (m, d): source
+        for m, d, source in zip(first["machine_id"], first["digest"], first["source"], strict=True)
+    }
+    for run in ranked[ranked.duplicated(key)].sort_values("_order").itertuples(index=False):
+        original = kept[(run.machine_id, run.digest)]
+        left_out.append(
+            f"{run.source}: left out: the same measurements as {original} (a copy or a second save of one "
+            "run): counted once"
+        )
+    return first.sort_values("_order").drop(columns="_order")
+
+
+def _split_by_core_count(
+    runs: pd.DataFrame, frame: pd.DataFrame, notes: list[str]
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Give runs of one ``machine_id`` with different logical CPU counts distinct ids ("… (4 logical CPUs)"),
+    with one note per machine split."""
+    renamed: dict[str, str] = {}
+    for machine_id, group in runs.groupby("machine_id", sort=False):
+        counts = sorted({int(c) for c in group["logical_cpus"] if pd.notna(c)})
+        if len(counts) < 2:
+            continue
+        new_ids = []
+        for run in group.itertuples(index=False):
+            if pd.notna(run.logical_cpus):
+                renamed[run.source] = f"{machine_id} ({int(run.logical_cpus)} logical CPUs)"
+                new_ids.append(renamed[run.source])
+        notes.append(
+            f"machine {machine_id}: runs with {', '.join(map(str, counts))} logical CPUs are kept apart as "
+            f"{len(counts)} machines: {'; '.join(dict.fromkeys(new_ids))}"
+        )
+    if not renamed:
+        return runs, frame
+    runs = runs.assign(
+        machine_id=[renamed.get(s, m) for s, m in zip(runs["source"], runs["machine_id"], strict=True)]
+    )
+    frame = frame.assign(
+        machine_id=[renamed.get(s, m) for s, m in zip(frame["source"], frame["machine_id"], strict=True)]
+    )
+    return runs, frame
+
+
+def _stored_id_conflicts(runs: pd.DataFrame) -> list[str]:
+    """One note per ``machine_id`` stored in runs whose facts make them different machines."""
+    notes = []
+    stored = runs.dropna(subset=["stored_machine_id"])
+    for stored_id, group in stored.groupby("stored_machine_id", sort=False):
+        ids = list(dict.fromkeys(group["machine_id"]))
+        if len(ids) < 2:
+            continue
+        differ = [
+            f"{label} {' vs '.join(map(str, dict.fromkeys(group[column])))}"
+            for column, label in (
+                ("host", "host"),
+                ("system", "OS"),
+                ("cpu_model", "CPU"),
+                ("gpu_name", "GPU"),
+                ("logical_cpus", "logical CPUs"),
+            )
+            if group[column].nunique(dropna=False) > 1
+        ]
+        notes.append(
+            f"stored machine_id {stored_id!r} covers {len(ids)} machines by their facts "
+            f"({'; '.join(differ)}): kept apart as {'; '.join(ids)}"
+        )
+    return notes
+
+
+def without_unfinished(frame: pd.DataFrame, runs: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
+    """``frame`` without the cases its runs list as unfinished (cut off or failed: their rounds are not the
+    ones asked for), and one note per run that had such a case saved."""
+    notes = []
+    drop = pd.Series(False, index=frame.index)
+    for run in runs.itertuples(index=False):
+        if not run.unfinished:
+            continue
+        cases = (frame["source"] == run.source) & frame["fullname"].isin(run.unfinished)
+        if cases.any():
+            drop |= cases
+            notes.append(
+                f"{run.source}: {int(cases.sum())} unfinished case(s) set aside (cut off or failed): "
+                f"{_names(frame.loc[cases, 'fullname'])}"
+            )
+    return frame[~drop], notes
+
+
+def _lacking_families(runs: pd.DataFrame) -> list[str]:
+    """One note per run of a ``-k``/``-m`` selection that lacks families other runs used hold."""
+    every = set().union(*runs["families"]) if len(runs) else set()
+    notes = []
+    for run in runs.itertuples(index=False):
+        lacking = sorted(every - set(run.families))
+        if run.selected_by and lacking:
+            notes.append(
+                f"{run.source}: a selection of the suite ({run.selected_by}), complete for what it selected; "
+                f"it lacks {', '.join(lacking)}"
+            )
+    return notes
+
+
+def _run_notes(runs: pd.DataFrame) -> list[str]:
+    """The runs used whose conditions are unknown (one line), each busy run's verdict, each run's faults."""
+    notes = []
+    legacy = runs[~runs["has_record"].astype(bool)]
+    if not legacy.empty:
+        notes.append(
+            f"{len(legacy)} run(s) saved without a run record (before it existed): their conditions (load, "
+            f"other processes, interruptions) are unknown: {_names(legacy['source'])}"
+        )
+    for run in runs.itertuples(index=False):
+        line = verdict(run._asdict())
+        if line:
+            notes.append(f"{run.source}: {line}")
+        notes.extend(f"{run.source}: fault during the run: {fault}" for fault in run.faults)
+    return notes
+
+
+def _names(names: Iterable[str], most: int = 3) -> str:
+    names = list(names)
+    return ", ".join(names[:most]) + (f", and {len(names) - most} more" if len(names) > most else "")

@@ -1,0 +1,141 @@
+"""How far a run's figures can be trusted: the machine's conditions while it ran, and each case's stability.
+
+Other work on the machine only ever adds time, so a run measured while other processes took the CPUs, a
+hypervisor stole them or the GPU throttled shows figures that are too high, and it says so in one line
+(``verdict``) at the top of the summary and the report. The run record (``benchmarks/run_record.py``)
+holds what was seen; the limits below are the judgement, kept here so old records can be judged again.
+
+A case is unstable when its rounds spread far (``stability``): a median far above the fastest round, or a
+wide interquartile range. Its figure then depends on which statistic is taken (the CPU fits use the fastest
+round, the decode step the median), so such cases are flagged with the limits stated.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+import pandas as pd
+
+from model.units import fmt_percent
+
+#: Other processes' share of the usable CPUs' time during the run (busy time on those CPUs not spent by
+#: the run itself, kernel work included) at which a run counts as measured on a busy machine. Measured on
+#: a 2-vCPU VM: 1 % with nothing else running, 9 % while other users' jobs came and went, 79 % beside two
+#: spinning processes.
+OTHER_CPU_SHARE_LIMIT = 0.10
+#: The hypervisor's steal time (CPU time given to other guests) as a share of the usable CPUs' time.
+STEAL_SHARE_LIMIT = 0.05
+#: A case is unstable when the median of its rounds is this many times its fastest round, or more ...
+MEDIAN_OVER_MIN_LIMIT = 1.5
+#: ... or when the interquartile range of its rounds is this share of their median, or more.
+IQR_OVER_MEDIAN_LIMIT = 0.3
+
+STABILITY_COLUMNS = (
+    "source",
+    "machine_id",
+    "case",
+    "name",
+    "rounds",
+    "median_over_min",
+    "iqr_over_median",
+    "unstable",
+)
+
+#: How the stability limits are stated wherever unstable cases are listed.
+STABILITY_RULE = (
+    f"unstable: the median of its rounds ≥ {MEDIAN_OVER_MIN_LIMIT:g} × the fastest, or their IQR ≥ "
+    f"{fmt_percent(IQR_OVER_MEDIAN_LIMIT)} of the median"
+)
+
+
+def verdict(run: Mapping) -> str | None:
+    """One line saying what was seen when the machine was busy during ``run`` (a ``LoadResult.runs`` row):
+    other processes' share of the CPUs ≥ ``OTHER_CPU_SHARE_LIMIT``, steal ≥ ``STEAL_SHARE_LIMIT``, a load
+    average at start (legacy runs: when saved) ≥ the usable CPUs, or GPU slowdown reasons; None for a
+    quiet run, and for a run whose conditions are unknown."""
+    seen = []
+    cpus = _number(run.get("usable_cpus"))
+    cpus_text = f"{cpus:g} usable CPU{'s' if cpus != 1 else ''}" if cpus else "the usable CPUs"
+    other = _number(run.get("other_cpu_share"))
+    if other is not None and other >= OTHER_CPU_SHARE_LIMIT:
+        seen.append(
+            f"other processes took {fmt_percent(other)} of the {cpus_text}' time "
+            f"(limit {fmt_percent(OTHER_CPU_SHARE_LIMIT)})"
+        )
+    steal = _number(run.get("steal_share"))
+    if steal is not None and steal >= STEAL_SHARE_LIMIT:
+        limit = fmt_percent(STEAL_SHARE_LIMIT)
+        seen.append(f"the hypervisor stole {fmt_percent(steal)} of their time (limit {limit})")
+    for key, when in (("load_start", "at start"), ("load_saved", "when saved")):
+        load = _number(run.get(key))
+        if load is not None and cpus and load >= cpus:
+            seen.append(f"load average {load:.2f} {when} on {cpus_text}")
+    slowdown = run.get("gpu_slowdown") or ()
+    if slowdown:
+        seen.append(f"the GPU slowed down ({', '.join(slowdown)})")
+    if not seen:
+        return None
+    return f"Busy machine: {'; '.join(seen)}: figures may be inflated"
+
+
+def stability(frame: pd.DataFrame) -> pd.DataFrame:
+    """One row per case of ``frame`` (``STABILITY_COLUMNS``): median/min and IQR/median of its rounds (from
+    pytest-benchmark's stats; NaN where a statistic is missing) and whether it is unstable."""
+    if frame.empty:
+        return pd.DataFrame(columns=list(STABILITY_COLUMNS))
+
+    def column(name: str) -> pd.Series:
+        return frame[name] if name in frame else pd.Series(math.nan, index=frame.index)
+
+    median = pd.to_numeric(column("median"), errors="coerce")
+    table = pd.DataFrame(
+        {
+            "source": column("source"),
+            "machine_id": column("machine_id"),
+            "case": column("case"),
+            "name": column("name"),
+            "rounds": column("rounds"),
+            "median_over_min": median / pd.to_numeric(column("min"), errors="coerce"),
+            "iqr_over_median": pd.to_numeric(column("iqr"), errors="coerce") / median,
+        }
+    )
+    table["unstable"] = (table["median_over_min"] >= MEDIAN_OVER_MIN_LIMIT) | (
+        table["iqr_over_median"] >= IQR_OVER_MEDIAN_LIMIT
+    )
+    return table.reset_index(drop=True)
+
+
+def unstable_line(table: pd.DataFrame, most: int = 4) -> str | None:
+    """One line naming the unstable cases of ``stability``'s ``table`` (one run, or several: a case unstable
+    in several runs is named once, with its worst figures), at most ``most`` by name; None when none is."""
+    unstable = table[table["unstable"]]
+    if unstable.empty:
+        return None
+    worst = (
+        unstable.groupby("name", sort=False)
+        .agg(median_over_min=("median_over_min", "max"), iqr_over_median=("iqr_over_median", "max"))
+        .sort_values("median_over_min", ascending=False)
+    )
+    named = [
+        f"{name} ({_ratio(row.median_over_min)} median/min, IQR {_share(row.iqr_over_median)} of median)"
+        for name, row in worst.head(most).iterrows()
+    ]
+    more = f", and {len(worst) - most} more" if len(worst) > most else ""
+    counted = f"{len(unstable)} of {len(table)} case measurements"
+    return f"Unstable cases: {counted} ({STABILITY_RULE}): {', '.join(named)}{more}"
+
+
+def _ratio(value: float) -> str:
+    return "?" if not math.isfinite(value) else f"{value:.2f}×"
+
+
+def _share(value: float) -> str:
+    return "?" if not math.isfinite(value) else fmt_percent(value)
+
+
+def _number(value: object) -> float | None:
+    """``value`` as a float when it is a finite number, else None (missing, NaN, text)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if math.isfinite(value) else None
