@@ -1,11 +1,12 @@
 """Which saved runs may be pooled: unlike runs are never averaged together.
 
-A quick run (fewer sizes and rounds), a partial one (interrupted, or with cases that did not finish) and a
+A quick run (fewer sizes and rounds), a partial one (interrupted: cases cut off or never run) and a
 second copy of one run (same measurements: a copy, a hard link, ``--benchmark-json`` beside
 ``--benchmark-autosave``) would each bias a pooled figure or narrow its confidence interval without
 cause. ``select_runs`` keeps the complete full runs, counts duplicates once, and names every run it leaves
 out in one line with the flag that would include it. A run of a ``-k`` / ``-m`` selection is complete for
-what it selected: it is pooled, and the families it lacks are named.
+what it selected: it is pooled, and the families it lacks are named. A completed run's failed cases are set
+aside one by one and the rest of it is pooled.
 
 Machines: ``analysis.load`` composes each run's ``machine_id`` from its facts (host, OS, CPU, GPU). Runs
 whose ids agree but whose logical CPU counts differ (a resized VM) are kept apart here, and a stored
@@ -87,19 +88,21 @@ def selection_lines(selection: Selection) -> list[str]:
 
 
 def _partial(run: object) -> str | None:
-    """Why ``run`` is partial (interrupted, or cases that did not finish), or None."""
-    reasons = []
-    if run.status == "interrupted":
-        by = f" by {run.interrupted_by}" if run.interrupted_by else ""
-        counts = (
-            f": {run.measured} of {run.planned} planned cases measured"
-            if run.planned is not None and run.measured is not None
-            else ""
-        )
-        reasons.append(f"interrupted{by}{counts}")
-    if run.unfinished:
-        reasons.append(f"{len(run.unfinished)} case(s) did not finish: {_names(run.unfinished)}")
-    return "; ".join(reasons) or None
+    """Why ``run`` is partial (interrupted: cases were cut off or never ran), or None.
+
+    A run that completed with failed cases is not partial: the failed cases are set aside one by one
+    (``without_unfinished``) and the rest of the run is pooled, so one failing CUDA case does not hide the
+    CPU results measured beside it.
+    """
+    if run.status != "interrupted":
+        return None
+    by = f" by {run.interrupted_by}" if run.interrupted_by else ""
+    counts = (
+        f": {run.measured} of {run.planned} planned cases measured"
+        if run.planned is not None and run.measured is not None
+        else ""
+    )
+    return f"interrupted{by}{counts}"
 
 
 def _without_duplicates(runs: pd.DataFrame, left_out: list[str]) -> pd.DataFrame:

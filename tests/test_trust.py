@@ -259,15 +259,22 @@ def test_partial_runs_are_left_out_and_pooled_without_their_unfinished_cases(tmp
     doc = real(XEON_FULL)
     cut = [bench["fullname"] for bench in doc["benchmarks"][:2]]
     partial = write(
-        tmp_path / "partial.json", with_record(doc, cases={"failed": 2, "measured": 38, "unfinished": cut})
+        tmp_path / "partial.json",
+        with_record(
+            doc,
+            status="interrupted",
+            interrupted_by="SIGINT (Ctrl-C)",
+            cases={"measured": 38, "planned": 52, "not_run": 12, "unfinished": cut},
+        ),
     )
     full = write(tmp_path / "full.json", with_record(real(EPYC_FULL)))
     result = load_runs([partial, full], samples=False)
     selection = select_runs(result)
     assert list(selection.result.runs["source"]) == [str(full)]
     (line,) = selection.left_out
-    assert line.startswith(
-        f"{partial}: left out: a partial run (2 case(s) did not finish: {cut[0]}, {cut[1]})"
+    assert line == (
+        f"{partial}: left out: a partial run (interrupted by SIGINT (Ctrl-C): 38 of 52 planned cases "
+        "measured); --include-partial pools it"
     )
     pooled = select_runs(result, include_partial=True)
     kept = pooled.result.frame[pooled.result.frame["source"] == str(partial)]
@@ -275,6 +282,18 @@ def test_partial_runs_are_left_out_and_pooled_without_their_unfinished_cases(tmp
     assert (
         f"{partial}: 2 unfinished case(s) set aside (cut off or failed): {cut[0]}, {cut[1]}" in pooled.notes
     )
+
+
+def test_a_completed_run_with_failed_cases_is_pooled_without_them(tmp_path: Path) -> None:
+    """One failing case (say a CUDA case on a faulty GPU) does not hide the rest of the run."""
+    doc = real(XEON_FULL)
+    failed = [doc["benchmarks"][0]["fullname"]]
+    path = write(tmp_path / "failed.json", with_record(doc, cases={"failed": 1, "unfinished": failed}))
+    selection = select_runs(load_runs([path], samples=False))
+    assert not selection.left_out
+    assert list(selection.result.runs["source"]) == [str(path)]
+    assert failed[0] not in set(selection.result.frame["fullname"])
+    assert f"{path}: 1 unfinished case(s) set aside (cut off or failed): {failed[0]}" in selection.notes
 
 
 def test_a_selection_is_pooled_and_says_which_families_it_lacks(tmp_path: Path) -> None:
