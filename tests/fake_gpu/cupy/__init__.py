@@ -55,6 +55,10 @@ class RawModule:
     def __init__(self, code: str = "", options: tuple[str, ...] = (), **kwargs: Any) -> None:
         self.code = code
 
+    def compile(self) -> None:
+        """Loading a module is a device call: it fails, as every call after the probe does."""
+        _fail()
+
     def get_function(self, name: str) -> Any:
         def launch(grid: Any, block: Any, args: tuple[Any, ...], **kwargs: Any) -> None:
             if not isinstance(args[0], _ProbeArray):
