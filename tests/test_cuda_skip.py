@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from benchmarks import cuda, kernels
-from tests.fake_gpu import FAKE_GPU_PATH
+from tests.fake_gpu import FAKE_GPU_PATH, run_in_root
 
 ROOT = Path(__file__).resolve().parents[1]
 CUDA_MODULE = "benchmarks.test_cuda_launch"
@@ -302,15 +302,8 @@ def test_a_gpu_failing_after_the_probe_fails_its_cases_and_the_cpu_results_are_s
         "test_sync or test_copy",
     ]
     argv += ["--benchmark-only", "--quick", "-p", "no:cacheprovider", f"--benchmark-json={saved}"]
-    environment = os.environ | {"PYTHONPATH": os.pathsep.join([str(FAKE_GPU_PATH), str(ROOT)])}
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest", *argv],
-        cwd=ROOT,
-        env=environment,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
+    done = run_in_root(
+        [sys.executable, "-m", "pytest", *argv], PYTHONPATH=os.pathsep.join([str(FAKE_GPU_PATH), str(ROOT)])
     )
     assert done.returncode == 1, f"expected failed CUDA cases:\n{done.stdout[-3000:]}"
     assert "Traceback" not in done.stderr

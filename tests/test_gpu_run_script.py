@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import copy
 import json
-import os
 import re
 import subprocess
 import sys
@@ -22,7 +21,7 @@ from analysis.launch import cuda_rows, fit_launch
 from analysis.load import load_runs
 from benchmarks.nvml import VIOLATION_POLICIES
 from benchmarks.run_record import RUN_RECORD_KEY
-from tests.fake_gpu import FAKE_GPU_PATH
+from tests.fake_gpu import FAKE_GPU_PATH, run_in_root
 from tests.test_load import DATA
 from tests.test_report import synthetic_gpu_run
 
@@ -37,16 +36,7 @@ NOT_BENCHMARKED = (
 
 def _run_script(out: Path, pythonpath: Path) -> tuple[subprocess.CompletedProcess[str], list[str]]:
     """Run the whole script with ``pythonpath`` first on PYTHONPATH; return it and its status lines."""
-    environment = os.environ | {"OUT": str(out), "PYTHON": sys.executable, "PYTHONPATH": str(pythonpath)}
-    done = subprocess.run(
-        ["bash", str(SCRIPT)],
-        cwd=ROOT,
-        env=environment,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
+    done = run_in_root(["bash", str(SCRIPT)], OUT=str(out), PYTHON=sys.executable, PYTHONPATH=str(pythonpath))
     status = (out / "status.txt").read_text(encoding="utf-8").splitlines()
     return done, [re.sub(r"seconds=\d+", "seconds=N", line) for line in status]
 
