@@ -264,12 +264,12 @@ class EnqueueDepth:
 
     ``depth``: launches that returned while the blocking kernel ran, before one waited for it (None: none
     waited within ``limit`` launches); ``blocked_s``: how long that launch waited; ``launch_s``: the median
-    host time of the launches that did not wait. Seconds."""
+    host time of the launches that did not wait (None when the first one waited). Seconds."""
 
     depth: int | None
     limit: int
     blocked_s: float | None
-    launch_s: float
+    launch_s: float | None
 
     def as_fact(self) -> dict[str, float | int | None]:
         """As the run record saves it (plain JSON)."""
@@ -310,5 +310,5 @@ def measure_enqueue_depth(
             f"enqueue depth: the {blocker_s * 1e3:.0f} ms blocking kernel ended before {limit} launches were "
             "issued behind it, so no count is a depth; give it a longer duration"
         )
-    launch_s = statistics.median(times_s) if times_s else float("nan")
+    launch_s = statistics.median(times_s) if times_s else None  # None: the first launch waited already
     return EnqueueDepth(depth=depth, limit=limit, blocked_s=waited, launch_s=launch_s)
