@@ -101,7 +101,10 @@ def clock_from_samples(
             )
         rates.append(cycles / ns)
     if min(advances) <= 0:
-        raise ValueError(f"%globaltimer advances must be > 0 ns, got {min(advances)}")
+        raise ValueError(
+            f"%globaltimer advances must be > 0 ns, got {min(advances)} (a timer that did not advance before "
+            "the kernel gave up)"
+        )
     return SpinClock(
         cycles_per_ns=statistics.median(rates),
         cycles_per_ns_min=min(rates),

@@ -10,18 +10,23 @@ from __future__ import annotations
 
 import ctypes
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
 
+from benchmarks import kernels
 from benchmarks.cuda_timing import LADDER_ARGS, ladder_args, ladder_kernel_name, pack_arguments
 from benchmarks.spin_clock import ELAPSED_WORDS, UNWRITTEN, achieved, clock_from_samples
 from tests.host_cuda import (
     GUARD_BYTES,
+    HOST_BODIES,
+    MODULE_HELPERS,
     POISON,
     SCHEDULES,
     HostCudaError,
     HostKernel,
+    HostModule,
     Schedule,
     guarded_array,
     guarded_empty,
@@ -178,3 +183,26 @@ def test_timer_advances_kernel_writes_each_advance() -> None:
     written = advances[:64].astype(np.float64)
     assert (written > 0).all() and (written < 1e9).all(), "64 advances of the timer, each > 0 ns"
     assert int(advances[64]) == UNWRITTEN, "wrote past n"
+
+
+def test_a_timer_that_never_advances_ends_the_kernels_and_is_refused(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """With %globaltimer frozen (and the give-up bound cut to 2 ms of host "cycles"), the calibration and
+    timer kernels return instead of hanging, and the host refuses what they wrote, naming it."""
+    monkeypatch.setitem(HOST_BODIES, "globaltimer_ns", "return 7;")
+    code = kernels.source("launch").replace(
+        "#define TIMER_GIVE_UP_CYCLES 10000000000LL", "#define TIMER_GIVE_UP_CYCLES 2000000LL"
+    )
+    assert "2000000LL" in code
+    frozen = HostModule(code, MODULE_HELPERS["launch"], name="launch-frozen-timer.cu", cache_dir=tmp_path)
+    out = guarded_array(np.zeros(2, np.uint64))
+    frozen.get_function("clock_calibration_kernel")((1,), (1,), (np.uint64(CALIBRATION_NS), out))
+    assert int(out[0]) >= 2_000_000 and int(out[1]) == 0
+    advances = guarded_array(np.zeros(4, np.uint64))
+    frozen.get_function("timer_advances_kernel")((1,), (1,), (advances, np.int32(4)))
+    assert (advances == 0).all()
+    with pytest.raises(ValueError, match=r"cycles over 0 ns"):
+        clock_from_samples([(int(out[0]), int(out[1]))], [1], CALIBRATION_NS)
+    with pytest.raises(ValueError, match="a timer that did not advance before the kernel gave up"):
+        clock_from_samples([(CALIBRATION_NS, CALIBRATION_NS)], [int(a) for a in advances], CALIBRATION_NS)

@@ -29,6 +29,11 @@ __device__ __forceinline__ unsigned long long globaltimer_ns() {
     return now_ns;
 }
 
+// A loop that waits for %globaltimer to advance gives up after this many SM cycles (about 5 s at 2 GHz): a
+// timer that never advances then ends the kernel with what it saw, which the host refuses, naming it
+// (benchmarks/spin_clock.py), instead of hanging the GPU.
+#define TIMER_GIVE_UP_CYCLES 10000000000LL
+
 // Spins for at least `cycles` SM clock cycles (clock64: one tick per cycle, resolution of one cycle), then
 // returns: a kernel of known duration once the host has turned nanoseconds into cycles with the calibration
 // below. Where `elapsed` is not null it receives what this launch achieved: elapsed[0] the cycles spun,
@@ -53,14 +58,15 @@ extern "C" __global__ void spin_kernel(unsigned long long cycles, unsigned long 
 // within a read of its step), so a coarse timer step does not enter the ratio. Writes out[0] = cycles,
 // out[1] = nanoseconds. Launch one thread.
 extern "C" __global__ void clock_calibration_kernel(unsigned long long min_ns, unsigned long long* out) {
+    const long long begin = clock64();
     const unsigned long long first_ns = globaltimer_ns();
     unsigned long long start_ns = first_ns;
-    while (start_ns == first_ns) {
+    while (start_ns == first_ns && clock64() - begin < TIMER_GIVE_UP_CYCLES) {
         start_ns = globaltimer_ns();
     }
     const long long start = clock64();
     unsigned long long end_ns = start_ns;
-    while (end_ns - start_ns < min_ns) {
+    while (end_ns - start_ns < min_ns && clock64() - start < TIMER_GIVE_UP_CYCLES) {
         end_ns = globaltimer_ns();
     }
     const long long end = clock64();
@@ -69,10 +75,12 @@ extern "C" __global__ void clock_calibration_kernel(unsigned long long min_ns, u
 }
 
 // Writes to advances[0 .. n) the first n advances of %globaltimer seen by a thread polling it: the timer's
-// step (its median is the tick the run records). Launch one thread.
+// step (its median is the tick the run records); those not seen before giving up are left as they were.
+// Launch one thread.
 extern "C" __global__ void timer_advances_kernel(unsigned long long* advances, int n) {
+    const long long begin = clock64();
     unsigned long long last = globaltimer_ns();
-    for (int seen = 0; seen < n;) {
+    for (int seen = 0; seen < n && clock64() - begin < TIMER_GIVE_UP_CYCLES;) {
         const unsigned long long now = globaltimer_ns();
         if (now != last) {
             advances[seen++] = now - last;
