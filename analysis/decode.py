@@ -7,11 +7,16 @@ Rows of ``case == "decode_step"`` (``benchmarks/test_decode_step.py``). For each
   only); per-call cost = its fitted t0. Serial bound = work + calls × t0, overlapped bound = max(work,
   calls × t0) (numpy cannot overlap its calls, so the serial bound is the one to expect).
 - GPU (CuPy): work = ``model.roofline.decode_step`` of the step's configuration on the GPU's spec
-  (``model.hardware.spec_for_device_name``); per-launch cost from ``analysis.launch.fit_launch`` of the same
-  run. Eager: ``model.launch.compose(work, kernels, launch_s)``, both bounds plus the synchronise round trip
-  that every timed step ends with (as ``analysis.launch.predict_spin`` does). Graph:
-  ``model.launch.compose_graph(work, kernels, graph_node_s, graph_launch_s)`` (the graph launch intercept
-  already holds the synchronise).
+  (``model.hardware.spec_for_device_name``), the seed's roofline at the datasheet bandwidth; and beside it a
+  calibrated roofline, the same step at the bandwidth the largest matrix-vector shape achieved in the same
+  run (event-timed, ``matvec_table``): HBM streams below its datasheet rate, so the datasheet bound alone
+  puts every real step above it. Per-launch cost from ``analysis.launch.fit_launch`` of the same run: the
+  launch-cost ladder's line a + b·n_args at the step's own mean arguments per kernel (``n_args_total`` /
+  ``n_kernels``) where the run has the ladder, else the 0-argument slopes (``launch_s``, ``graph_node_s``);
+  ``per_op_from`` says which. Eager: ``model.launch.compose(work, kernels, per launch)``, both bounds plus
+  the synchronise round trip that every timed step ends with (as ``analysis.launch.predict_spin`` does).
+  Graph: ``model.launch.compose_graph(work, kernels, per node, graph_launch_s)`` (the graph launch
+  intercept already holds the synchronise).
 
 ``position`` says where the measurement falls: 0 at the overlapped bound, 1 at the serial bound, below 0
 faster than the overlapped bound, above 1 slower than the serial one. Times are seconds per step (the
@@ -20,13 +25,15 @@ pytest-benchmark median of one timed call = one step), bandwidths B/s.
 
 from __future__ import annotations
 
+import dataclasses
 import math
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
 
 from analysis.host import BANDWIDTH_OPS, fit_host
-from analysis.launch import fit_launch, fitted, usable_cost
+from analysis.launch import fit_launch, fitted, ladder_cost_s, usable_cost
 from model.hardware import spec_for_device_name
 from model.launch import compose, compose_graph
 from model.llm import MODELS
@@ -58,6 +65,12 @@ DECODE_COLUMNS = (
     "reference_bytes_per_s",  # GPU: datasheet bandwidth; CPU: best measured host bandwidth
     "bandwidth_fraction",  # achieved / reference
     "runs",  # rows (saved runs) the measurement is the median of
+    "per_op_from",  # GPU: which fit gave per_op_s (the ladder at the step's arguments, or a 0-argument slope)
+    "calibrated_bytes_per_s",  # GPU: the largest matvec shape's event-timed bandwidth, same machine, B/s
+    "calibrated_work_s",  # GPU: the roofline step at calibrated_bytes_per_s, s
+    "calibrated_serial_s",
+    "calibrated_overlapped_s",
+    "calibrated_position",  # (measured − calibrated overlapped) / (calibrated serial − calibrated overlapped)
 )
 
 #: Columns of ``matvec_table``'s frame: the GPU matrix-vector kernel alone, per machine and shape.
@@ -65,8 +78,11 @@ MATVEC_COLUMNS = (
     "machine_id",
     "rows",
     "cols",
-    "bytes",
-    "gpu_time_s",
+    "bytes",  # per timed call: n_kernels launches, each reading the whole matrix
+    "n_kernels",
+    "matrix_bytes",  # bytes / n_kernels
+    "gpu_time_s",  # per timed call
+    "time_per_kernel_s",  # gpu_time_s / n_kernels
     "achieved_bytes_per_s",
     "spec_bytes_per_s",
     "bandwidth_fraction",
@@ -96,7 +112,15 @@ def decode_table(
     if steps.empty:
         return pd.DataFrame(columns=list(DECODE_COLUMNS))
     steps = steps.copy()
-    for column in ("mode", "gpu_name", "n_calls", "n_kernels", "gpu_time_s", "spec_bytes_per_s"):
+    for column in (
+        "mode",
+        "gpu_name",
+        "n_calls",
+        "n_kernels",
+        "gpu_time_s",
+        "spec_bytes_per_s",
+        "n_args_total",
+    ):
         if column not in steps.columns:
             steps[column] = np.nan
     if host_fits is None:
@@ -104,6 +128,7 @@ def decode_table(
     if launch_fits is None:
         launch_fits = fit_launch(frame)
     host = host_fits.set_index("machine_id") if not host_fits.empty else None
+    calibrated = calibrated_bandwidths(matvec_table(frame))
     rows = []
     for key, group in steps.groupby(_GROUP, sort=True, dropna=False):
         row = dict(zip(_GROUP, key, strict=True))
@@ -119,7 +144,7 @@ def decode_table(
             runs=len(group),
         )
         if on_gpu:
-            row.update(_gpu_prediction(row, first, launch_fits))
+            row.update(_gpu_prediction(row, first, launch_fits, calibrated.get(row["machine_id"])))
         else:
             row.update(_cpu_prediction(row, host))
         rows.append(_finish(row))
@@ -128,14 +153,20 @@ def decode_table(
 
 def matvec_table(frame: pd.DataFrame) -> pd.DataFrame:
     """Return ``MATVEC_COLUMNS``: the GPU matrix-vector kernel's achieved bandwidth per machine and shape,
-    bytes over its CUDA-event time (median over runs), and the fraction of the datasheet bandwidth."""
+    bytes over its CUDA-event time (median over runs), and the fraction of the datasheet bandwidth. A timed
+    call holds ``n_kernels`` launches (one in runs older than the K-launch timing); per-kernel figures are
+    divided here."""
     if frame.empty or "case" not in frame.columns or "op" not in frame.columns:
         return pd.DataFrame(columns=list(MATVEC_COLUMNS))
     cases = frame[(frame["case"] == "decode_step") & (frame["op"] == "matvec")]
     if cases.empty:
         return pd.DataFrame(columns=list(MATVEC_COLUMNS))
+    # One launch per timed call where the run predates the K-launch timing (no n_kernels for the case).
+    launches = pd.to_numeric(cases["n_kernels"], errors="coerce") if "n_kernels" in cases.columns else 1
+    cases = cases.assign(n_kernels=pd.Series(launches, index=cases.index).fillna(1).astype(int))
     rows = []
-    for (machine_id, n_rows, n_cols), group in cases.groupby(["machine_id", "rows", "cols"], sort=True):
+    keys = ["machine_id", "rows", "cols", "n_kernels"]
+    for (machine_id, n_rows, n_cols, n_kernels), group in cases.groupby(keys, sort=True):
         gpu_time_s = float(group["gpu_time_s"].median())
         n_bytes = float(group["bytes"].iloc[0])
         spec = float(group["spec_bytes_per_s"].iloc[0]) if "spec_bytes_per_s" in group else math.nan
@@ -146,13 +177,28 @@ def matvec_table(frame: pd.DataFrame) -> pd.DataFrame:
                 "rows": int(n_rows),
                 "cols": int(n_cols),
                 "bytes": n_bytes,
+                "n_kernels": int(n_kernels),
+                "matrix_bytes": n_bytes / n_kernels,
                 "gpu_time_s": gpu_time_s,
+                "time_per_kernel_s": gpu_time_s / n_kernels,
                 "achieved_bytes_per_s": achieved,
                 "spec_bytes_per_s": spec,
                 "bandwidth_fraction": achieved / spec,
             }
         )
     return pd.DataFrame(rows, columns=list(MATVEC_COLUMNS))
+
+
+def calibrated_bandwidths(matvec: pd.DataFrame) -> dict[str, float]:
+    """machine_id -> the achieved bandwidth of its largest matrix-vector shape (most bytes per matrix), B/s:
+    the calibrated roofline's bandwidth. Machines whose figure is not finite and > 0 are left out."""
+    result = {}
+    for machine_id, machine in matvec.groupby("machine_id", sort=True):
+        largest = machine.loc[machine["matrix_bytes"].idxmax()]
+        bandwidth = float(largest["achieved_bytes_per_s"])
+        if math.isfinite(bandwidth) and bandwidth > 0:
+            result[str(machine_id)] = bandwidth
+    return result
 
 
 def summary_section(frame: pd.DataFrame) -> list[str]:
@@ -167,18 +213,21 @@ def summary_section(frame: pd.DataFrame) -> list[str]:
         for device, rows in machine.groupby("device", sort=True):
             lines.extend(_device_lines(str(device), rows))
     for machine_id, machine in matvec.groupby("machine_id", sort=True):
-        lines.append(f"GPU matrix-vector kernel alone (FP16, CUDA-event time) — {machine_id}")
+        lines.append(
+            f"GPU matrix-vector kernel alone (FP16, CUDA-event time over K launches / K) — {machine_id}"
+        )
         cells = [
             [
                 f"{fmt_count(row.rows)} × {fmt_count(row.cols)}",
-                fmt_bytes(row.bytes),
-                fmt_time(row.gpu_time_s),
+                fmt_bytes(row.matrix_bytes),
+                fmt_count(row.n_kernels),
+                fmt_time(row.time_per_kernel_s),
                 fmt_rate(row.achieved_bytes_per_s),
                 _fraction(row.bandwidth_fraction),
             ]
             for row in machine.itertuples(index=False)
         ]
-        table_text = format_table(["rows × cols", "weights", "time", "achieved", "of spec"], cells)
+        table_text = format_table(["rows × cols", "weights", "K", "time", "achieved", "of spec"], cells)
         lines.extend(f"  {line}" for line in table_text.splitlines())
     return lines
 
@@ -207,45 +256,80 @@ def _cpu_prediction(row: dict[str, object], host: pd.DataFrame | None) -> dict[s
     }
 
 
-def _gpu_prediction(row: dict[str, object], first: pd.Series, launch_fits: pd.DataFrame) -> dict[str, float]:
-    """GPU bounds: the roofline step of the configuration on the GPU's spec, composed with the launch costs
-    that ``fit_launch`` measured on the same machine (eager or graph, as the row's mode)."""
+def _gpu_prediction(
+    row: dict[str, object], first: pd.Series, launch_fits: pd.DataFrame, calibrated_bytes_per_s: float | None
+) -> dict[str, object]:
+    """GPU bounds: the roofline step of the configuration on the GPU's spec (and at the calibrated bandwidth
+    where the run measured one), composed with the launch costs that ``fit_launch`` measured on the same
+    machine (``_launch_costs``: eager or graph, as the row's mode)."""
     recorded_spec = pd.to_numeric(pd.Series([first["spec_bytes_per_s"]]), errors="coerce").iloc[0]
-    result: dict[str, float] = {"reference_bytes_per_s": float(recorded_spec)}
+    result: dict[str, object] = {"reference_bytes_per_s": float(recorded_spec)}
     gpu_name = first["gpu_name"]
     spec = spec_for_device_name(gpu_name) if isinstance(gpu_name, str) else None
     cfg = MODELS.get(str(row["config"]))
     if spec is None or cfg is None:
         return result
-    work_s = decode_step(cfg, spec, int(row["batch"]), int(row["ctx"])).t_step
-    n_kernels = int(row["ops_per_step"])
-    machine_id = str(row["machine_id"])
+    batch, ctx = int(row["batch"]), int(row["ctx"])
+    work_s = decode_step(cfg, spec, batch, ctx).t_step
     result.update(work_s=work_s, reference_bytes_per_s=spec.mem_bytes_per_s)
-    if row["mode"] == "graph":
-        node_s = fitted(launch_fits, machine_id, "graph_node_s")
-        graph_s = fitted(launch_fits, machine_id, "graph_launch_s")
-        if not (usable_cost(node_s) and usable_cost(graph_s)):
-            return result
-        composition = compose_graph(work_s, n_kernels, node_s, graph_s)
+    if calibrated_bytes_per_s is not None:
+        calibrated_spec = dataclasses.replace(spec, mem_bytes_per_s=calibrated_bytes_per_s)
         result.update(
-            per_op_s=node_s,
-            fixed_s=graph_s,
-            serial_s=composition.serial_s,
-            overlapped_s=composition.overlapped_s,
+            calibrated_bytes_per_s=calibrated_bytes_per_s,
+            calibrated_work_s=decode_step(cfg, calibrated_spec, batch, ctx).t_step,
         )
+    costs = _launch_costs(row, first, launch_fits)
+    if costs is None:
         return result
-    launch_s = fitted(launch_fits, machine_id, "launch_s")
-    sync_s = fitted(launch_fits, machine_id, "sync_round_trip_s")
-    if not (usable_cost(launch_s) and usable_cost(sync_s)):
-        return result
-    composition = compose(work_s, n_kernels, launch_s)
+    per_op_s, fixed_s, source = costs
+    n_kernels = int(row["ops_per_step"])
+
+    def bounds(work: float) -> tuple[float, float]:
+        if row["mode"] == "graph":  # the graph launch intercept already holds the synchronise
+            composition = compose_graph(work, n_kernels, per_op_s, fixed_s)
+            return composition.serial_s, composition.overlapped_s
+        composition = compose(work, n_kernels, per_op_s)
+        return composition.serial_s + fixed_s, composition.overlapped_s + fixed_s
+
+    serial_s, overlapped_s = bounds(work_s)
     result.update(
-        per_op_s=launch_s,
-        fixed_s=sync_s,
-        serial_s=composition.serial_s + sync_s,
-        overlapped_s=composition.overlapped_s + sync_s,
+        per_op_s=per_op_s, fixed_s=fixed_s, per_op_from=source, serial_s=serial_s, overlapped_s=overlapped_s
     )
+    if "calibrated_work_s" in result:
+        serial_s, overlapped_s = bounds(float(result["calibrated_work_s"]))
+        width = serial_s - overlapped_s
+        measured = float(row["measured_s"])
+        result.update(
+            calibrated_serial_s=serial_s,
+            calibrated_overlapped_s=overlapped_s,
+            calibrated_position=(measured - overlapped_s) / width if width > 0 else math.nan,
+        )
     return result
+
+
+def _launch_costs(
+    row: dict[str, object], first: pd.Series, launch_fits: pd.DataFrame
+) -> tuple[float, float, str] | None:
+    """(cost per launch or graph node, cost once per step, where the first came from), s, for the row's mode;
+    None when the run lacks the fits. Per launch: the ladder's line (layer "cupy" eager, "graph" for a
+    graph) at the step's mean arguments per kernel where the run has the ladder and the step its
+    ``n_args_total``; else the 0-argument slope (``launch_s``, ``graph_node_s``). Once per step: the
+    synchronise round trip (eager) or the graph launch + synchronise (graph)."""
+    machine_id, n_kernels = str(row["machine_id"]), int(row["ops_per_step"])
+    n_args_total = float(pd.to_numeric(pd.Series([first["n_args_total"]]), errors="coerce").iloc[0])
+    graph = row["mode"] == "graph"
+    layer, slope, fixed = (
+        ("graph", "graph_node_s", "graph_launch_s") if graph else ("cupy", "launch_s", "sync_round_trip_s")
+    )
+    fixed_s = fitted(launch_fits, machine_id, fixed)
+    per_op_s = ladder_cost_s(launch_fits, machine_id, layer, n_kernels, n_args_total)
+    source = f"ladder ({layer}) at {n_args_total / n_kernels:.1f} args/kernel"
+    if not usable_cost(per_op_s):
+        per_op_s = fitted(launch_fits, machine_id, slope)
+        source = f"{'graph_replay' if graph else 'launch_batch'} slope (0 args)"
+    if not (usable_cost(per_op_s) and usable_cost(fixed_s)):
+        return None
+    return per_op_s, fixed_s, source
 
 
 def _finish(row: dict[str, object]) -> dict[str, object]:
@@ -284,7 +368,8 @@ def _device_lines(device: str, rows: pd.DataFrame) -> list[str]:
     if device == "cuda":
         head = (
             f"  GPU, {first['config']}, batch {int(first['batch'])}, ctx {fmt_count(first['ctx'])} "
-            "(work: roofline at the datasheet bandwidth; per op: fitted launch or graph node)"
+            "(work: roofline at the datasheet bandwidth; per op: the launch-cost ladder at the step's "
+            "arguments per kernel where measured, else the 0-argument launch or graph-node slope)"
         )
         ops, reference = "kernels", "of spec"
     else:
@@ -315,6 +400,8 @@ def _device_lines(device: str, rows: pd.DataFrame) -> list[str]:
     headers = ["plan", "mode", ops, "bytes", "measured", "work", "per op", "overlapped", "serial"]
     headers += ["where", "achieved", reference]
     lines = [head, *(f"    {line}" for line in format_table(headers, cells).splitlines())]
+    if device == "cuda":
+        lines.extend(_calibrated_lines(rows))
     if rows["serial_s"].isna().any():
         needed = (
             "launch suite (test_cuda_launch.py)"
@@ -325,6 +412,45 @@ def _device_lines(device: str, rows: pd.DataFrame) -> list[str]:
             f"    no prediction: the per-op cost and bandwidth come from the {needed} of the same machine"
         )
     return lines
+
+
+def _calibrated_lines(rows: pd.DataFrame) -> list[str]:
+    """The GPU steps against the calibrated roofline (the largest matvec's measured bandwidth), beside the
+    datasheet table above them; none where the run measured no matvec."""
+    measured = rows[rows["calibrated_work_s"].notna()]
+    if measured.empty:
+        return []
+    first = measured.iloc[0]
+    bandwidth = float(first["calibrated_bytes_per_s"])
+    spec = float(first["reference_bytes_per_s"])
+    head = (
+        f"  the same steps against the calibrated roofline: work at the largest matvec's event-timed "
+        f"bandwidth, {fmt_rate(bandwidth)} ({_fraction(bandwidth / spec)} of the datasheet's "
+        f"{fmt_rate(spec)})"
+    )
+    cells = []
+    for row in measured.itertuples(index=False):
+        calibrated = SimpleNamespace(
+            measured_s=row.measured_s,
+            serial_s=row.calibrated_serial_s,
+            overlapped_s=row.calibrated_overlapped_s,
+            position=row.calibrated_position,
+            within_bounds=bool(row.calibrated_overlapped_s <= row.measured_s <= row.calibrated_serial_s),
+        )
+        cells.append(
+            [
+                str(row.plan),
+                row.mode if isinstance(row.mode, str) else "-",
+                fmt_time(row.measured_s),
+                _time(row.calibrated_work_s),
+                _time(row.calibrated_overlapped_s),
+                _time(row.calibrated_serial_s),
+                where(calibrated),
+                str(row.per_op_from) if isinstance(row.per_op_from, str) else "n/a",
+            ]
+        )
+    headers = ["plan", "mode", "measured", "work", "overlapped", "serial", "where", "per op from"]
+    return [head, *(f"    {line}" for line in format_table(headers, cells).splitlines())]
 
 
 def _time(seconds: float) -> str:

@@ -5,7 +5,10 @@ Reads the frame of ``analysis.load`` (rows of the cases of ``benchmarks/test_cud
 per timed call (pytest-benchmark's stats); a per-kernel figure is per-call time / ``n_kernels``, computed
 only by ``per_kernel_s``. Slopes and intercepts come from ``analysis.fit.fit_fixed_overhead`` (t(N) = t0 +
 N·slope, weighted by 1/t², bootstrap CIs over points and raw samples where saved); the knee from a fit of
-max(L, d + g) to the eager spin kernels. All values are SI (seconds).
+max(L, d + g) to the eager spin kernels, d the duration each spin achieved where the run recorded it; the
+launch-cost ladder (``launch_args``) per layer from a weighted least-squares fit of cost per launch =
+a + b·n_args (t intervals: five argument counts). Every fit says how many points it used and how many it
+set aside, and why (``n_points``, ``n_set_aside``, ``note``). All values are SI (seconds).
 """
 
 from __future__ import annotations
@@ -35,7 +38,12 @@ from model.tables import format_table
 from model.units import fmt_count, fmt_percent, fmt_time
 
 #: The cases of the GPU launch suite (``extra_info["case"]``).
-CUDA_CASES = ("launch_batch", "launch_sync_each", "graph_replay", "spin", "enqueue", "sync")
+CUDA_CASES = ("launch_batch", "launch_sync_each", "graph_replay", "spin", "enqueue", "sync", "launch_args")
+
+#: The launch-cost ladder's layers (``extra_info["layer"]``) -> the timing column whose per-launch value is
+#: fitted: the host's time per launch while a blocking kernel holds the GPU ("cupy", "driver"), or the GPU's
+#: CUDA-event time per node of a replayed graph ("graph").
+LADDER_LAYERS: Mapping[str, str] = {"cupy": "median", "driver": "median", "graph": "gpu_time_s"}
 
 #: Fitted quantity -> what it is and where it comes from; every ``fit_launch`` row names one of these.
 QUANTITIES: Mapping[str, str] = {
@@ -48,10 +56,17 @@ QUANTITIES: Mapping[str, str] = {
     "graph_enqueue_s": "host graph launch, GPU busy (enqueue graph intercept)",
     "gpu_gap_s": "GPU time per queued empty kernel (enqueue eager, event-time slope)",
     "sync_s": "synchronise an idle stream (sync median)",
-    "knee_s": "knee: eager launches hide behind longer kernels (spin eager, max(L, d + g))",
+    "knee_s": "knee: eager launches hide behind longer kernels (spin eager, max(L, d + g), d achieved)",
+    "ladder_cupy_s": "host cost of a RawKernel launch without arguments (launch_args cupy, intercept)",
+    "ladder_cupy_per_arg_s": "host cost per kernel argument, RawKernel (launch_args cupy, slope over n_args)",
+    "ladder_driver_s": "host cost of cuLaunchKernel without arguments (launch_args driver, intercept)",
+    "ladder_driver_per_arg_s": "host cost per kernel argument, cuLaunchKernel (launch_args driver, slope)",
+    "ladder_graph_s": "GPU time per graph node without arguments (launch_args graph, intercept)",
+    "ladder_graph_per_arg_s": "GPU time per kernel argument of a graph node (launch_args graph, slope)",
 }
 
-#: Columns of ``fit_launch``'s frame. ``note`` is empty, or says why a quantity has no value (NaN).
+#: Columns of ``fit_launch``'s frame. ``n_points``: points the fit used; ``n_set_aside``: points of its case
+#: left out; ``note``: which were set aside and why, and why a quantity has no value (NaN); empty otherwise.
 FIT_COLUMNS = (
     "machine_id",
     "quantity",
@@ -61,6 +76,7 @@ FIT_COLUMNS = (
     "level",
     "ci_method",
     "n_points",
+    "n_set_aside",
     "note",
 )
 
@@ -69,6 +85,7 @@ SPIN_COLUMNS = (
     "machine_id",
     "mode",
     "kernel_ns",
+    "achieved_ns",  # the duration the spins achieved, where recorded (else NaN: kernel_ns is used)
     "n_kernels",
     "measured_s",
     "measured_per_kernel_s",
@@ -117,6 +134,7 @@ _LINEAR_FITS = (
 )
 _MIN_POINTS_FOR_MEDIAN_CI = 6
 _CI_T_INTERVAL = "t interval of a weighted least-squares fit"
+_LADDER_TOO_FEW = "needs at least 3 points over at least 2 argument counts"
 
 
 def per_kernel_s(per_call_s: npt.ArrayLike, n_kernels: npt.ArrayLike) -> np.ndarray:
@@ -156,6 +174,11 @@ def fit_launch(
         spin = _case_rows(machine, "spin", mode="eager")
         if not spin.empty:
             rows.append(_knee_row(machine_id, spin, level, n_boot, seed))
+        ladder = _case_rows(machine, "launch_args")
+        for layer in LADDER_LAYERS:
+            points = ladder[ladder["layer"] == layer] if "layer" in ladder.columns else ladder.iloc[0:0]
+            if not points.empty:
+                rows.extend(_ladder_rows(machine_id, layer, points, level))
     return pd.DataFrame(rows, columns=list(FIT_COLUMNS))
 
 
@@ -163,6 +186,19 @@ def fitted(fits: pd.DataFrame, machine_id: str, quantity: str) -> float:
     """The fitted value of ``quantity`` for ``machine_id`` in ``fit_launch``'s frame, s; NaN when absent."""
     match = fits[(fits["machine_id"] == machine_id) & (fits["quantity"] == quantity)]
     return float(match["value_s"].iloc[0]) if not match.empty else math.nan
+
+
+def ladder_cost_s(
+    fits: pd.DataFrame, machine_id: str, layer: str, n_kernels: int, n_args_total: float
+) -> float:
+    """Mean cost per launch, s, of ``n_kernels`` launches through ``layer`` carrying ``n_args_total`` kernel
+    arguments in all, by the machine's ladder fit: a + b·(n_args_total / n_kernels). NaN where the ladder of
+    that layer was not fitted (or ``n_args_total`` is unknown)."""
+    base = fitted(fits, machine_id, f"ladder_{layer}_s")
+    per_arg = fitted(fits, machine_id, f"ladder_{layer}_per_arg_s")
+    if n_kernels < 1 or not all(math.isfinite(value) for value in (base, per_arg, n_args_total)):
+        return math.nan
+    return base + per_arg * n_args_total / n_kernels
 
 
 def usable_cost(seconds: float) -> bool:
@@ -174,16 +210,19 @@ def predict_spin(frame: pd.DataFrame, fits: pd.DataFrame) -> pd.DataFrame:
     """Hold every ``spin`` row (N kernels of d ns) against ``model.launch``'s serial and overlapped bounds.
 
     Eager: ``compose(N·d, N, launch_s)``; graph: ``compose_graph(N·d, N, graph_node_s, graph_enqueue_s)``;
-    both bounds plus the synchronise round trip (``sync_round_trip_s``) every timed call ends with.
+    both bounds plus the synchronise round trip (``sync_round_trip_s``) every timed call ends with. d is the
+    duration the spins achieved (``achieved_ns``) where the run recorded it, else the requested one.
     ``error_vs_*`` = (measured − bound) / bound; a measurement ``within_bounds`` lies between overlapped and
     serial. Rows whose machine lacks a fit they need are left out. Columns ``SPIN_COLUMNS``.
     """
     rows: list[dict[str, object]] = []
-    spin = _case_rows(cuda_rows(frame), "spin")
+    spin, _, _ = _usable(_case_rows(cuda_rows(frame), "spin"), positive=("median", "n_kernels"))
+    if not spin.empty:
+        spin = spin.assign(duration_s=_spin_durations_s(spin))
     for row in spin.itertuples(index=False):
         machine_id, mode = row.machine_id, row.mode
         n_kernels, kernel_ns = int(row.n_kernels), int(row.kernel_ns)
-        composition = _spin_composition(fits, machine_id, mode, n_kernels, kernel_ns * 1e-9)
+        composition = _spin_composition(fits, machine_id, mode, n_kernels, row.duration_s)
         if composition is None:
             continue
         serial_s, overlapped_s = composition
@@ -193,6 +232,7 @@ def predict_spin(frame: pd.DataFrame, fits: pd.DataFrame) -> pd.DataFrame:
                 "machine_id": machine_id,
                 "mode": mode,
                 "kernel_ns": kernel_ns,
+                "achieved_ns": float(getattr(row, "achieved_ns", math.nan)),
                 "n_kernels": n_kernels,
                 "measured_s": measured_s,
                 "measured_per_kernel_s": float(per_kernel_s(measured_s, n_kernels)),
@@ -277,6 +317,7 @@ def summary_section(frame: pd.DataFrame) -> list[str]:
             [_fit_cells(row) for row in machine_fits.itertuples(index=False)],
         )
         lines.extend(f"    {line}" for line in table.splitlines())
+        lines.extend(_ladder_lines(cuda[cuda["machine_id"] == machine_id], machine_fits))
         ours = spin[spin["machine_id"] == machine_id]
         if not ours.empty:
             lines.append("    spin kernels of duration d, per kernel, against model.launch's bounds:")
@@ -290,11 +331,42 @@ def summary_section(frame: pd.DataFrame) -> list[str]:
 
 
 def _case_rows(frame: pd.DataFrame, case: str, mode: str | None = None) -> pd.DataFrame:
-    """Rows of one case (and ``mode``), with a usable per-call median."""
+    """Rows of one case (and ``mode``); ``_usable`` then sets aside those a fit cannot use."""
     rows = frame[frame["case"] == case] if not frame.empty else frame
     if mode is not None:
         rows = rows[rows["mode"] == mode] if "mode" in rows.columns else rows.iloc[0:0]
-    return rows[np.isfinite(rows["median"].to_numpy(dtype=float))] if not rows.empty else rows
+    return rows
+
+
+def _numbers(points: pd.DataFrame, column: str) -> np.ndarray:
+    """``points[column]`` as floats: NaN where absent or not a number."""
+    if column not in points.columns:
+        return np.full(len(points), math.nan)
+    return pd.to_numeric(points[column], errors="coerce").to_numpy(dtype=float)
+
+
+def _usable(
+    points: pd.DataFrame, positive: Sequence[str] = (), nonnegative: Sequence[str] = ()
+) -> tuple[pd.DataFrame, int, str]:
+    """The rows of ``points`` whose ``positive`` columns are finite and > 0 and whose ``nonnegative`` ones
+    are finite and >= 0; how many rows were set aside; and a note saying which and why ("" when none)."""
+    keep = np.ones(len(points), dtype=bool)
+    reasons = []
+    checks = [(column, "> 0", np.greater) for column in positive]
+    checks += [(column, ">= 0", np.greater_equal) for column in nonnegative]
+    for column, words, compare in checks:
+        values = _numbers(points, column)
+        fine = np.isfinite(values) & compare(values, 0)
+        if (keep & ~fine).any():
+            reasons.append(f"{int((keep & ~fine).sum())} without a finite {column} {words}")
+        keep &= fine
+    n_aside = int(np.count_nonzero(~keep))
+    note = f"{n_aside} of {len(points)} points set aside: {', '.join(reasons)}" if n_aside else ""
+    return points[keep], n_aside, note
+
+
+def _join(*notes: str) -> str:
+    return "; ".join(note for note in notes if note)
 
 
 def _samples(points: pd.DataFrame) -> list[np.ndarray] | None:
@@ -316,6 +388,7 @@ def _fit_row(
     ci_method: str,
     n_points: int,
     note: str = "",
+    n_set_aside: int = 0,
 ) -> dict[str, object]:
     low, high = ci
     return {
@@ -327,6 +400,7 @@ def _fit_row(
         "level": level,
         "ci_method": ci_method,
         "n_points": n_points,
+        "n_set_aside": n_set_aside,
         "note": note,
     }
 
@@ -345,16 +419,25 @@ def _linear_rows(
 
     ``analysis.fit.fit_fixed_overhead`` first (bootstrap CIs); it refuses t0 < 0 or slope ≤ 0, which a
     figure near 0 (the intercept of ``launch_sync_each``, the per-node slope of a graph launch) can give, and
-    then ``weighted_least_squares`` with the same 1/t² weights gives both, with t intervals.
+    then ``weighted_least_squares`` with the same 1/t² weights gives both, with t intervals. Points without
+    a finite ``column`` > 0 or ``n_kernels`` >= 1 are set aside and counted.
     """
-    if column not in points.columns:
-        return []
-    points = points[np.isfinite(points[column].to_numpy(dtype=float))]
-    if points.empty:
-        return []
-    n = points["n_kernels"].to_numpy(dtype=float)
-    t = points[column].to_numpy(dtype=float)
-    samples = _samples(points) if column == "median" else None
+    kept, n_aside, aside = _usable(points, positive=(column, "n_kernels"))
+    wanted = [name for name in names if name is not None]
+
+    def failed(reason: str) -> list[dict[str, object]]:
+        nan = (math.nan, math.nan)
+        note = _join(reason, aside)
+        return [
+            _fit_row(machine_id, name, math.nan, nan, level, CI_NONE, len(kept), note, n_aside)
+            for name in wanted
+        ]
+
+    if kept.empty:
+        return failed("no usable point")
+    n = kept["n_kernels"].to_numpy(dtype=float)
+    t = kept[column].to_numpy(dtype=float)
+    samples = _samples(kept) if column == "median" else None
     try:
         fit = fit_fixed_overhead(n, t, samples, level=level, n_boot=n_boot, seed=seed)
         values = (fit.s_per_element, fit.t0_s)
@@ -364,25 +447,50 @@ def _linear_rows(
         try:
             linear = weighted_least_squares(np.column_stack([np.ones_like(n), n]), t, 1 / t**2, level)
         except ValueError as error:
-            nan = (math.nan, math.nan)
-            return [
-                _fit_row(machine_id, name, math.nan, nan, level, CI_NONE, n.size, str(error))
-                for name in names
-                if name is not None
-            ]
+            return failed(str(error))
         values = (linear.coef[1], linear.coef[0])
         intervals = (linear.ci[1], linear.ci[0])
         method = _CI_T_INTERVAL
     return [
-        _fit_row(machine_id, name, value, (interval.low, interval.high), level, method, n.size)
+        _fit_row(
+            machine_id, name, value, (interval.low, interval.high), level, method, n.size, aside, n_aside
+        )
         for name, value, interval in zip(names, values, intervals, strict=True)
         if name is not None
+    ]
+
+
+def _ladder_rows(machine_id: str, layer: str, points: pd.DataFrame, level: float) -> list[dict[str, object]]:
+    """``ladder_<layer>_s`` and ``ladder_<layer>_per_arg_s``: cost per launch = a + b·n_args fitted to the
+    layer's points (per launch: the ``LADDER_LAYERS`` column / ``n_kernels``), weighted by 1/cost², with t
+    intervals. A negative slope is kept as fitted: it says the argument count costs nothing measurable."""
+    column = LADDER_LAYERS[layer]
+    kept, n_aside, aside = _usable(points, positive=(column, "n_kernels"), nonnegative=("n_args",))
+    names = (f"ladder_{layer}_s", f"ladder_{layer}_per_arg_s")
+    x = kept["n_args"].to_numpy(dtype=float)
+    cost = per_kernel_s(kept[column].to_numpy(dtype=float), kept["n_kernels"].to_numpy(dtype=float))
+    if x.size < 3 or np.unique(x).size < 2:
+        note = _join(_LADDER_TOO_FEW, aside)
+        nan = (math.nan, math.nan)
+        return [
+            _fit_row(machine_id, name, math.nan, nan, level, CI_NONE, x.size, note, n_aside) for name in names
+        ]
+    linear = weighted_least_squares(np.column_stack([np.ones_like(x), x]), cost, 1 / cost**2, level)
+    return [
+        _fit_row(
+            machine_id, name, float(value), (ci.low, ci.high), level, _CI_T_INTERVAL, x.size, aside, n_aside
+        )
+        for name, value, ci in zip(names, linear.coef, linear.ci, strict=True)
     ]
 
 
 def _median_row(machine_id: str, points: pd.DataFrame, level: float) -> dict[str, object]:
     """``sync_s``: the median of every raw sample of the machine's ``sync`` rows (their medians when no raw
     samples were saved), with the distribution-free order-statistic interval of a median."""
+    points, n_aside, aside = _usable(points, positive=("median",))
+    if points.empty:
+        nan = (math.nan, math.nan)
+        return _fit_row(machine_id, "sync_s", math.nan, nan, level, CI_NONE, 0, aside, n_aside)
     samples = _samples(points)
     values = np.sort(
         np.concatenate(samples) if samples is not None else points["median"].to_numpy(dtype=float)
@@ -391,14 +499,24 @@ def _median_row(machine_id: str, points: pd.DataFrame, level: float) -> dict[str
     count = values.size
     if count < _MIN_POINTS_FOR_MEDIAN_CI:
         return _fit_row(
-            machine_id, "sync_s", float(np.median(values)), (math.nan, math.nan), level, CI_NONE, count
+            machine_id,
+            "sync_s",
+            float(np.median(values)),
+            (math.nan, math.nan),
+            level,
+            CI_NONE,
+            count,
+            aside,
+            n_aside,
         )
     # Ranks j < k with P(X(j) ≤ median ≤ X(k)) ≈ level, from the normal approximation of Binomial(n, ½).
     half_width = statistics.NormalDist().inv_cdf(0.5 + level / 2) * math.sqrt(count) / 2
     low_rank = max(1, math.floor(count / 2 - half_width))
     high_rank = min(count, math.ceil(count / 2 + half_width + 1))
     ci = (float(values[low_rank - 1]), float(values[high_rank - 1]))
-    return _fit_row(machine_id, "sync_s", float(np.median(values)), ci, level, method, len(points))
+    return _fit_row(
+        machine_id, "sync_s", float(np.median(values)), ci, level, method, len(points), aside, n_aside
+    )
 
 
 def knee_parameters(durations_s: np.ndarray, per_kernel: np.ndarray) -> np.ndarray:
@@ -430,14 +548,17 @@ def knee_parameters(durations_s: np.ndarray, per_kernel: np.ndarray) -> np.ndarr
 def _knee_row(
     machine_id: str, points: pd.DataFrame, level: float, n_boot: int, seed: int
 ) -> dict[str, object]:
-    """``knee_s`` from the eager ``spin`` rows, with ``analysis.fit``'s bootstrap CI."""
+    """``knee_s`` from the eager ``spin`` rows, with ``analysis.fit``'s bootstrap CI; each row's duration is
+    the one its spins achieved where recorded (``_spin_durations_s``)."""
+    points, n_aside, aside = _usable(points, positive=("median", "n_kernels"), nonnegative=("kernel_ns",))
     n_kernels = points["n_kernels"].to_numpy(dtype=float)
-    durations_s = points["kernel_ns"].to_numpy(dtype=float) * 1e-9
+    durations_s = _spin_durations_s(points)
     per_kernel = per_kernel_s(points["median"].to_numpy(dtype=float), n_kernels)
     n_points = len(points)
     if np.unique(durations_s).size < 2:
-        note = "needs spin rows of at least two kernel durations"
-        return _fit_row(machine_id, "knee_s", math.nan, (math.nan, math.nan), level, CI_NONE, n_points, note)
+        note = _join("needs spin rows of at least two kernel durations", aside)
+        nan = (math.nan, math.nan)
+        return _fit_row(machine_id, "knee_s", math.nan, nan, level, CI_NONE, n_points, note, n_aside)
     knee_s = float(knee_parameters(durations_s[None, :], per_kernel[None, :])[0, 2])
     raw = _samples(points)
     samples = None if raw is None else [per_kernel_s(s, n) for s, n in zip(raw, n_kernels, strict=True)]
@@ -457,7 +578,17 @@ def _knee_row(
     )
     finite = replicates[np.isfinite(replicates[:, 0]), 0]
     low, high = np.quantile(finite, [(1 - level) / 2, (1 + level) / 2]) if finite.size else (math.nan,) * 2
-    return _fit_row(machine_id, "knee_s", knee_s, (float(low), float(high)), level, method, n_points)
+    return _fit_row(
+        machine_id, "knee_s", knee_s, (float(low), float(high)), level, method, n_points, aside, n_aside
+    )
+
+
+def _spin_durations_s(points: pd.DataFrame) -> np.ndarray:
+    """Each spin row's kernel duration, s: the duration its spins achieved (``achieved_ns``: cycles spun at
+    the run's calibrated rate) where the run recorded one, else the requested ``kernel_ns``."""
+    achieved = _numbers(points, "achieved_ns")
+    requested = _numbers(points, "kernel_ns")
+    return np.where(np.isfinite(achieved) & (achieved >= 0), achieved, requested) * 1e-9
 
 
 def _spin_composition(
@@ -516,7 +647,9 @@ def _fit_cells(row: object) -> list[str]:
     else:
         interval = f"[{fmt_time(row.ci_low_s)}, {fmt_time(row.ci_high_s)}]"
     figure, source = QUANTITIES[row.quantity].split(" (", 1)
-    return [figure, value, interval, str(row.n_points), source[:-1]]
+    aside = int(getattr(row, "n_set_aside", 0) or 0)
+    points = f"{row.n_points} of {row.n_points + aside}" if aside else str(row.n_points)
+    return [figure, value, interval, points, source[:-1]]
 
 
 def _spin_cells(row: object) -> list[str]:
@@ -529,6 +662,40 @@ def _spin_cells(row: object) -> list[str]:
         fmt_time(float(per_kernel_s(row.overlapped_s, n))),
         fmt_time(float(per_kernel_s(row.serial_s, n))),
         "yes" if row.within_bounds else "no",
+    ]
+
+
+def _ladder_lines(machine: pd.DataFrame, fits: pd.DataFrame) -> list[str]:
+    """The launch-cost ladder of one machine: cost per launch at each argument count, per layer (median over
+    runs), and the fitted line; none without ``launch_args`` rows."""
+    ladder, _, _ = _usable(
+        _case_rows(machine, "launch_args"), positive=("n_kernels",), nonnegative=("n_args",)
+    )
+    if ladder.empty or "layer" not in ladder.columns:
+        return []
+    counts = sorted({int(n) for n in ladder["n_args"]})
+    cells = []
+    for layer, column in LADDER_LAYERS.items():
+        rows = ladder[ladder["layer"] == layer]
+        if rows.empty:
+            continue
+        cost = pd.Series(per_kernel_s(_numbers(rows, column), rows["n_kernels"]), index=rows.index)
+        by_count = cost.groupby(rows["n_args"].astype(int)).median()
+        base = fits[fits["quantity"] == f"ladder_{layer}_s"]["value_s"]
+        per_arg = fits[fits["quantity"] == f"ladder_{layer}_per_arg_s"]["value_s"]
+        line = (
+            f"{fmt_time(float(base.iloc[0]))} + {fmt_time(float(per_arg.iloc[0]))}·n"
+            if len(base) and len(per_arg) and math.isfinite(base.iloc[0]) and math.isfinite(per_arg.iloc[0])
+            else "n/a"
+        )
+        values = [by_count.get(n, math.nan) for n in counts]
+        cells.append(
+            [layer, *("n/a" if not math.isfinite(v) or v <= 0 else fmt_time(v) for v in values), line]
+        )
+    table = format_table(["layer", *(f"n = {n}" for n in counts), "fit a + b·n"], cells)
+    return [
+        "    launch cost per launch by argument count n (cupy, driver: host, GPU busy; graph: GPU per node):",
+        *(f"      {line}" for line in table.splitlines()),
     ]
 
 

@@ -100,6 +100,12 @@ class CudaDecodeStep:
         return len(self.launches)
 
     @property
+    def n_args_total(self) -> int:
+        """Kernel arguments summed over the step's launches: with ``n_kernels``, what the launch-cost ladder
+        (cost = a + b·arguments per launch) needs to predict the host's cost of launching the step."""
+        return sum(len(launch.args) for launch in self.launches)
+
+    @property
     def bytes_per_step(self) -> int:
         """Bytes of weights and KV cache one step reads: the sum over its launches."""
         return sum(launch.bytes_read for launch in self.launches)
@@ -164,6 +170,49 @@ def cache_to_host(cache: KVCache) -> KVCache:
     return KVCache(
         keys=tuple(cupy.asnumpy(k) for k in cache.keys), values=tuple(cupy.asnumpy(v) for v in cache.values)
     )
+
+
+def reference_logits_fp32(weights: DecodeWeights, cache: KVCache, token: int, xp: Any) -> Any:
+    """The decode step's logits ([vocab], float32) for ``token`` at position ``cache.ctx - 1``, computed by
+    the array module ``xp`` (CuPy: on the GPU, with cuBLAS, in well under a second for Llama-3.2-1B) in
+    float32 throughout from the same (FP16) weights and cache, which are only read: the reference the GPU
+    step is checked against at its own shapes before it is timed. The same equations as
+    ``decode_numpy.reference_logits`` (float64, on the host: too slow and too large at 1B parameters), with
+    the heads of a KV group attended together."""
+    cfg = weights.cfg
+    f32 = xp.float32
+    ctx, pos = cache.ctx, cache.ctx - 1
+    n_q, n_kv, dh = cfg.n_heads, cfg.n_kv_heads, cfg.d_head
+    q_width, kv_width, group = n_q * dh, n_kv * dh, n_q // n_kv
+    cos64, sin64 = rope_angles(dh, pos)
+    cos, sin = xp.asarray(cos64, dtype=f32), xp.asarray(sin64, dtype=f32)
+
+    def norm(x: Any, weight: Any) -> Any:
+        return x / xp.sqrt(xp.mean(x * x) + f32(RMS_EPS)) * weight.astype(f32)
+
+    def rope(x: Any) -> Any:  # [heads, d_head]
+        x1, x2 = x[:, : dh // 2], x[:, dh // 2 :]
+        return xp.concatenate([x1 * cos - x2 * sin, x2 * cos + x1 * sin], axis=-1)
+
+    def project(weight: Any, x: Any) -> Any:
+        return weight.astype(f32) @ x
+
+    h = weights.embedding[token].astype(f32)
+    for layer, keys, values in zip(weights.layers, cache.keys, cache.values, strict=True):
+        qkv = project(layer.wqkv, norm(h, layer.attn_norm))
+        q = rope(qkv[:q_width].reshape(n_q, dh)).reshape(n_kv, group, dh)
+        k = rope(qkv[q_width : q_width + kv_width].reshape(n_kv, dh))
+        v = qkv[q_width + kv_width :].reshape(n_kv, dh)
+        all_keys, all_values = keys[:, :ctx].astype(f32), values[:, :ctx].astype(f32)  # copies
+        all_keys[:, pos], all_values[:, pos] = k, v
+        scores = q @ all_keys.transpose(0, 2, 1) / f32(math.sqrt(dh))  # [n_kv, group, ctx]
+        p = xp.exp(scores - scores.max(axis=-1, keepdims=True))
+        attn = (p / p.sum(axis=-1, keepdims=True)) @ all_values  # [n_kv, group, d_head]
+        h = h + project(layer.wo, attn.reshape(-1))
+        gate_up = project(layer.wgu, norm(h, layer.mlp_norm))
+        gate, up = gate_up[: cfg.d_ff], gate_up[cfg.d_ff :]
+        h = h + project(layer.wd, gate / (f32(1) + xp.exp(-gate)) * up)
+    return project(weights.embedding, norm(h, weights.final_norm))
 
 
 def _blocks(n_threads: int, per_block: int) -> tuple[int]:

@@ -14,7 +14,7 @@ SUITE = "launchbench"
 CONTRACT: Mapping[str, str] = {
     "suite": 'always "launchbench": tells our cases from other suites\' in mixed storage',
     "case": "the family: ufunc_size, many_vs_one, host_bandwidth, launch_batch, launch_sync_each, "
-    "graph_replay, spin, enqueue, sync, decode_step",
+    "graph_replay, spin, enqueue, sync, launch_args, decode_step",
     "device": 'where the work runs: "cpu" or "cuda"',
     "op": 'the operation timed, e.g. "np.add", "copy", "triad", "empty_kernel"',
     "dtype": 'element type, e.g. "float32"',
@@ -35,6 +35,14 @@ CONTRACT: Mapping[str, str] = {
     "spec_bytes_per_s": "datasheet memory bandwidth of the device the case ran on, B/s",
     "rows": "matrix rows (outputs) of a matrix-vector case (decode_step, op matvec)",
     "cols": "matrix columns (inputs) of a matrix-vector case (decode_step, op matvec)",
+    "layer": 'what issues a launch-cost ladder launch (launch_args): "cupy" (RawKernel.__call__), "driver" '
+    '(cuLaunchKernel through cupy.cuda.driver.launchKernel, arguments packed once), "graph" (graph replay)',
+    "n_args": "kernel arguments per launch (launch_args)",
+    "n_args_total": "kernel arguments summed over the launches of one timed call (GPU decode step)",
+    "achieved_ns": "spin kernels: median over the kernels of the last timed submission of the SM cycles each "
+    "spun, as ns by the run's clock calibration (run record fact gpu.spin_clock)",
+    "achieved_timer_ns": "spin kernels: mean over the same kernels of the %globaltimer ns around each spin "
+    "(each reading is whole timer steps; the mean resolves less than one)",
 }
 
 

@@ -280,16 +280,20 @@ class RunRecord:
         }
 
 
-def gpu_slowdown(*snapshots: dict[str, Any]) -> list[str]:
-    """The NVML throttle reasons of ``snapshots`` that mean the GPU ran below its clocks for power or heat
-    (``benchmarks.nvml.SLOWDOWN_REASONS``), each once, sorted; empty without a GPU or without NVML."""
-    from benchmarks.nvml import SLOWDOWN_REASONS
+def gpu_slowdown(start: dict[str, Any], end: dict[str, Any]) -> list[str]:
+    """What says the GPU ran below its clocks for power or heat during the run, each once, sorted: NVML's
+    throttle reasons seen at start or end (``benchmarks.nvml.SLOWDOWN_REASONS``) and the violation
+    counters that grew between them ("power held clocks back 0.12 s", ``benchmarks.nvml.throttled_between``:
+    a throttle between the two snapshots shows only there). Empty without a GPU or without NVML."""
+    from benchmarks.nvml import SLOWDOWN_REASONS, throttled_between
 
     seen = set()
-    for snap in snapshots:
-        gpu = snap.get("gpu")
-        reasons = gpu.get("throttle_reasons") if isinstance(gpu, dict) else None
+    gpus = [snap.get("gpu") if isinstance(snap.get("gpu"), dict) else None for snap in (start, end)]
+    for gpu in gpus:
+        reasons = gpu.get("throttle_reasons") if gpu is not None else None
         seen.update(reason for reason in reasons or () if reason in SLOWDOWN_REASONS)
+    for policy, seconds in (throttled_between(*gpus) or {}).items():
+        seen.add(f"{policy} held clocks back {seconds:.3g} s")
     return sorted(seen)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pandas as pd
@@ -209,3 +210,100 @@ def test_cpu_work_uses_the_read_bandwidth_where_it_is_the_highest() -> None:
     assert row["work_s"] == pytest.approx(CPU_BYTES / read_bps)
     assert row["reference_bytes_per_s"] == read_bps
     assert row["bandwidth_fraction"] == pytest.approx(CPU_BYTES / 40e-3 / read_bps)
+
+
+# ------------------------------------------------------------------------------------------------------------
+# GPU: launch costs from the launch-cost ladder, and the calibrated roofline
+# ------------------------------------------------------------------------------------------------------------
+
+#: The ladder's lines (cost per launch = a + b·n_args) and the steps' summed kernel arguments.
+LADDER = {"ladder_cupy_s": 3e-6, "ladder_cupy_per_arg_s": 0.2e-6, "ladder_graph_s": 0.9e-6}
+LADDER |= {"ladder_graph_per_arg_s": 0.03e-6}
+N_ARGS_TOTAL = {"unfused": 1058, "fused": 898}  # what decode_cuda's Llama-3.2-1B steps pass
+
+
+def _ladder_fits() -> pd.DataFrame:
+    rows = [
+        dict.fromkeys(FIT_COLUMNS, math.nan) | {"machine_id": GPU_MACHINE, "quantity": name, "value_s": value}
+        for name, value in LADDER.items()
+    ]
+    return pd.concat([_launch_fits(), pd.DataFrame(rows, columns=list(FIT_COLUMNS))], ignore_index=True)
+
+
+def _steps_with_args() -> pd.DataFrame:
+    steps = _steps()
+    return steps.assign(n_args_total=steps["plan"].map(N_ARGS_TOTAL).where(steps["device"] == "cuda"))
+
+
+def test_gpu_decode_prediction_uses_the_ladder_at_the_steps_arguments() -> None:
+    table = decode_table(_steps_with_args(), host_fits=_host_fits(), launch_fits=_ladder_fits())
+    work_s = decode_step(LLAMA32_1B, H200, 1, CTX).t_step
+    eager = _row(table, "unfused", "cuda")
+    n = UNFUSED.n_kernels(LLAMA32_1B)
+    per_launch_s = LADDER["ladder_cupy_s"] + LADDER["ladder_cupy_per_arg_s"] * N_ARGS_TOTAL["unfused"] / n
+    assert eager["per_op_s"] == pytest.approx(per_launch_s, rel=1e-12)
+    assert eager["per_op_s"] > LAUNCH_S  # 5.4 arguments per kernel cost more than the 0-argument slope
+    assert eager["serial_s"] == pytest.approx(compose(work_s, n, per_launch_s).serial_s + SYNC_S)
+    assert eager["overlapped_s"] == pytest.approx(compose(work_s, n, per_launch_s).overlapped_s + SYNC_S)
+    assert eager["per_op_from"] == "ladder (cupy) at 5.4 args/kernel"
+    graph = _row(table, "fused", "cuda")
+    n = FUSED.n_kernels(LLAMA32_1B)
+    per_node_s = LADDER["ladder_graph_s"] + LADDER["ladder_graph_per_arg_s"] * N_ARGS_TOTAL["fused"] / n
+    assert graph["per_op_s"] == pytest.approx(per_node_s, rel=1e-12)
+    assert graph["serial_s"] == pytest.approx(compose_graph(work_s, n, per_node_s, GRAPH_S).serial_s)
+    assert graph["per_op_from"] == "ladder (graph) at 6.9 args/kernel"
+
+
+def test_without_the_ladder_the_zero_argument_slopes_are_used_and_named() -> None:
+    for steps in (_steps(), _steps_with_args()):  # a run without n_args_total, or without the ladder
+        fits = _launch_fits() if "n_args_total" in steps else _ladder_fits()
+        table = decode_table(steps, host_fits=_host_fits(), launch_fits=fits)
+        assert _row(table, "unfused", "cuda")["per_op_s"] == LAUNCH_S
+        assert _row(table, "unfused", "cuda")["per_op_from"] == "launch_batch slope (0 args)"
+        assert _row(table, "fused", "cuda")["per_op_from"] == "graph_replay slope (0 args)"
+        assert pd.isna(_row(table, "fused", "cpu")["per_op_from"])
+
+
+def _matvec(rows: int, cols: int, per_kernel_s: float, n_kernels: int = 32) -> dict[str, object]:
+    return {
+        "machine_id": GPU_MACHINE,
+        "case": "decode_step",
+        "device": "cuda",
+        "op": "matvec",
+        "rows": rows,
+        "cols": cols,
+        "n_kernels": n_kernels,
+        "bytes": n_kernels * rows * cols * 2,
+        "gpu_time_s": n_kernels * per_kernel_s,
+        "spec_bytes_per_s": H200.mem_bytes_per_s,
+        "median": n_kernels * per_kernel_s * 1.1,
+    }
+
+
+def test_calibrated_roofline_beside_the_datasheet_one() -> None:
+    """The calibrated bandwidth is the largest shape's (4.1 TB/s here), not the fastest shape's."""
+    largest = _matvec(128_256, 2048, 128_256 * 2048 * 2 / 4.1e12)
+    faster_small = _matvec(3072, 2048, 3072 * 2048 * 2 / 4.5e12)
+    frame = pd.concat([_steps_with_args(), pd.DataFrame([largest, faster_small])], ignore_index=True)
+    matvec = matvec_table(frame)
+    assert sorted(matvec["matrix_bytes"]) == [3072 * 2048 * 2, 128_256 * 2048 * 2]
+    assert (matvec["n_kernels"] == 32).all()
+    assert sorted(matvec["achieved_bytes_per_s"]) == pytest.approx([4.1e12, 4.5e12])
+    table = decode_table(frame, host_fits=_host_fits(), launch_fits=_ladder_fits())
+    eager = _row(table, "unfused", "cuda")
+    assert eager["calibrated_bytes_per_s"] == pytest.approx(4.1e12)
+    calibrated = decode_step(LLAMA32_1B, dataclasses.replace(H200, mem_bytes_per_s=4.1e12), 1, CTX).t_step
+    assert eager["calibrated_work_s"] == pytest.approx(calibrated)
+    assert eager["work_s"] == pytest.approx(decode_step(LLAMA32_1B, H200, 1, CTX).t_step)  # datasheet kept
+    assert eager["calibrated_serial_s"] == pytest.approx(calibrated + (eager["serial_s"] - eager["work_s"]))
+    assert eager["calibrated_position"] < eager["position"]  # a lower bandwidth moves both bounds up
+    assert pd.isna(_row(table, "fused", "cpu")["calibrated_work_s"])
+    text = "\n".join(summary_section(frame))
+    assert "against the calibrated roofline" in text and "4.10 TB/s" in text
+    assert "work: roofline at the datasheet bandwidth" in text
+
+
+def test_a_run_without_matvec_has_no_calibrated_roofline() -> None:
+    table = decode_table(_steps_with_args(), host_fits=_host_fits(), launch_fits=_ladder_fits())
+    assert table["calibrated_work_s"].isna().all()
+    assert "calibrated roofline" not in "\n".join(summary_section(_steps_with_args()))

@@ -37,6 +37,7 @@ from benchmarks.decode_cuda import (
     matvec_launch,
     random_kv_cache_cuda,
     random_weights_cuda,
+    reference_logits_fp32,
     weights_to_host,
 )
 from benchmarks.decode_numpy import (
@@ -306,6 +307,31 @@ def test_bytes_per_step_is_the_rooflines(emulated: None, plan) -> None:
     assert step.bytes_per_step == decode_step(TINY, H200, 1, TINY_CTX, bytes_per_param=2).bytes_total
 
 
+@pytest.mark.parametrize("plan", PLANS, ids=lambda plan: plan.name)
+def test_n_args_total_is_what_the_launches_pass(emulated: None, plan) -> None:
+    """The step's summed kernel arguments (what the launch-cost ladder prices) are the kernels' declared
+    parameters, summed over the launch list: each launch is checked against its signature when it runs."""
+    weights, cache = _host_fp16(TINY, TINY_CTX)
+    step = build_cuda_step(plan.name, weights, cache, TOKEN)
+    signatures = _signatures()
+    assert step.n_args_total == sum(len(signatures[launch.kernel.name]) for launch in step.launches)
+    assert step.n_args_total == sum(len(launch.args) for launch in step.launches)
+
+
+def test_fp32_reference_is_the_float64_reference_in_float32() -> None:
+    """``reference_logits_fp32`` (the GPU benchmark's check, on numpy here) computes the same step as
+    ``decode_numpy.reference_logits``: within float32 rounding of it, and reading its inputs only."""
+    weights, cache = _host_fp16(TINY, TINY_CTX)
+    before = [k.copy() for k in cache.keys]
+    expected = reference_logits(weights, cache, TOKEN)
+    got = reference_logits_fp32(weights, cache, TOKEN, np)
+    assert got.dtype == np.float32 and got.shape == (TINY.vocab,)
+    rms = float(np.sqrt(np.mean(expected**2)))
+    assert float(np.abs(got - expected).max()) <= 1e-5 * rms
+    for k, k_before in zip(cache.keys, before, strict=True):
+        np.testing.assert_array_equal(k, k_before)
+
+
 def test_kernel_constants_are_read_from_the_source() -> None:
     constants = kernel_constants()
     assert constants["MV_WARPS"] * 32 <= 1024 and constants["ATT_KEYS"] >= 1
@@ -448,6 +474,20 @@ def test_tiny_step_matches_float64_reference(cuda_stream: Any, plan, mode: str) 
     logits = _run(step, mode, cuda_stream)
     _assert_fp16_close(logits, reference, f"{plan.name}, {mode}")
     assert int(step.next_token.get()[0]) == int(np.argmax(logits))
+
+
+@gpu_only
+@pytest.mark.gpu
+def test_fp32_reference_on_the_gpu_matches_float64(cuda_stream: Any) -> None:
+    """The benchmark's reference, computed by CuPy (cuBLAS) as ``test_cuda_decode_step`` computes it."""
+    import cupy
+
+    weights = random_weights_cuda(TINY)
+    cache = random_kv_cache_cuda(TINY, TINY_CTX)
+    expected = reference_logits(weights_to_host(weights), cache_to_host(cache), TOKEN)
+    got = reference_logits_fp32(weights, cache, TOKEN, cupy).get()
+    rms = float(np.sqrt(np.mean(expected**2)))
+    assert float(np.abs(got - expected).max()) <= 1e-4 * rms
 
 
 @gpu_only

@@ -1,40 +1,44 @@
 """``.ci/gpu-run``, the one prepared GPU run, checked where no GPU is: a GPU session has minutes, not hours,
-so a shell error or a check that crashes instead of saying why must be caught here."""
+so a shell error, a step that runs when it must not, or a check that crashes instead of saying why must be
+caught here. The script runs whole, with CuPy hidden (every step after the first says why it did not run)
+and with ``tests/fake_gpu``'s GPU that fails after the probe (its correctness tests fail, so nothing is
+benchmarked); its read-back, ``.ci/gpu_check.py``, runs on a real CPU run and on a SYNTHETIC GPU run built
+here (tests/test_report.py's made-up GPU, never saved as data), intact and with planted defects."""
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 import subprocess
 import sys
+import xml.etree.ElementTree as ET
 from pathlib import Path
+
+import pytest
 
 from analysis.launch import cuda_rows, fit_launch
 from analysis.load import load_runs
+from benchmarks.nvml import VIOLATION_POLICIES
+from benchmarks.run_record import RUN_RECORD_KEY
+from tests.fake_gpu import FAKE_GPU_PATH, run_in_root
 from tests.test_load import DATA
 from tests.test_report import synthetic_gpu_run
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / ".ci" / "gpu-run"
+CHECK = ROOT / ".ci" / "gpu_check.py"
+NOT_BENCHMARKED = (
+    "bench not run: the GPU correctness tests did not pass (see status.txt): no benchmark of a GPU whose "
+    "results are wrong"
+)
 
 
-def _heredoc(step: str) -> str:
-    """The Python source the script feeds to ``step`` through a ``<<'PY'`` here-document."""
-    match = re.search(rf"step {step} .*<<'PY'\n(.*?)\nPY\n", SCRIPT.read_text(encoding="utf-8"), re.DOTALL)
-    assert match, f"{SCRIPT}: no here-document for step {step}"
-    return match.group(1)
-
-
-def _gpu_check(run: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-", str(run)],
-        input=_heredoc("gpu-check"),
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=120,
-        check=False,
-    )
+def _run_script(out: Path, pythonpath: Path) -> tuple[subprocess.CompletedProcess[str], list[str]]:
+    """Run the whole script with ``pythonpath`` first on PYTHONPATH; return it and its status lines."""
+    done = run_in_root(["bash", str(SCRIPT)], OUT=str(out), PYTHON=sys.executable, PYTHONPATH=str(pythonpath))
+    status = (out / "status.txt").read_text(encoding="utf-8").splitlines()
+    return done, [re.sub(r"seconds=\d+", "seconds=N", line) for line in status]
 
 
 def test_script_parses() -> None:
@@ -42,23 +46,39 @@ def test_script_parses() -> None:
     assert done.returncode == 0, done.stderr
 
 
-def test_check_step_fails_with_a_reason_on_a_run_without_gpu_cases() -> None:
-    run = DATA / "cpu-2core-quick.json"
-    done = _gpu_check(run)
+def test_without_cupy_no_step_after_the_first_runs_and_each_says_why(tmp_path: Path) -> None:
+    hidden = tmp_path / "hidden" / "cupy"
+    hidden.mkdir(parents=True)
+    (hidden / "__init__.py").write_text('raise ImportError("CuPy hidden for this test")\n', encoding="utf-8")
+    out = tmp_path / "out"
+    done, status = _run_script(out, hidden.parent)
     assert done.returncode == 1
-    assert f"{run}: no GPU launch cases" in done.stderr
-    assert "Traceback" not in done.stderr
+    assert status == [
+        "cuda-usable rc=1 seconds=N",
+        "gpu-tests not run: CUDA is unusable (see cuda-usable.log)",
+        NOT_BENCHMARKED,
+        f"gpu-check not run: no {out}/gpu-run.json to read back",
+    ]
+    log = (out / "cuda-usable.log").read_text(encoding="utf-8")
+    assert "CUDA unusable: CuPy is not installed" in log
+    assert "CUDA: CuPy is not installed" in (out / "environment.txt").read_text(encoding="utf-8")
+    assert not (out / "gpu-run.json").exists()
 
 
-def test_check_step_passes_and_prints_the_fits_of_a_gpu_run(tmp_path: Path) -> None:
-    run = tmp_path / "synthetic-gpu.json"  # SYNTHETIC: tests/test_report.py's made-up GPU, not a measurement
-    run.write_text(json.dumps(synthetic_gpu_run()), encoding="utf-8")
-    done = _gpu_check(run)
-    assert done.returncode == 0, done.stderr
-    fits = fit_launch(cuda_rows(load_runs([run], samples=True).frame))
-    assert len(fits) >= 5
-    for quantity in fits["quantity"]:  # every figure the run can fit is printed (and none is NaN: exit 0)
-        assert re.search(rf"^\s*{quantity}\s", done.stdout, re.MULTILINE), quantity
+def test_a_gpu_that_fails_its_correctness_tests_is_not_benchmarked(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    done, status = _run_script(out, FAKE_GPU_PATH)
+    assert done.returncode == 1
+    assert status == [
+        "cuda-usable rc=0 seconds=N",
+        "gpu-tests rc=1 seconds=N",
+        NOT_BENCHMARKED,
+        f"gpu-check not run: no {out}/gpu-run.json to read back",
+    ]
+    report = ET.parse(out / "gpu-tests.xml").getroot()
+    cases = list(report.iter("testcase"))
+    assert cases and all(case.find("error") is not None or case.find("failure") is not None for case in cases)
+    assert "cudaErrorLaunchFailure" in (out / "gpu-tests.log").read_text(encoding="utf-8")
 
 
 def test_usable_step_says_why_cuda_is_not() -> None:
@@ -82,3 +102,157 @@ def test_usable_step_says_why_cuda_is_not() -> None:
     else:
         assert done.returncode == 1
         assert done.stderr.strip() == f"CUDA unusable: {reason}"
+
+
+# ------------------------------------------------------------------------------------------------------------
+# The read-back: .ci/gpu_check.py
+# ------------------------------------------------------------------------------------------------------------
+
+LADDER = {"cupy": (3e-6, 0.15e-6), "driver": (1.5e-6, 0.02e-6), "graph": (0.8e-6, 0.05e-6)}
+TICK_NS = 1024.0
+
+
+def _case(name: str, seconds: float, **extra: object) -> dict[str, object]:
+    stats = {"min": seconds, "max": seconds, "mean": seconds, "median": seconds, "stddev": 0.0, "rounds": 1}
+    stats |= {"iterations": 1, "q1": seconds, "q3": seconds, "iqr": 0.0, "ops": 1 / seconds}
+    info = {"suite": "launchbench", "device": "cuda", **extra}
+    return {"name": name, "fullname": f"synthetic::{name}", "group": None, "extra_info": info, "stats": stats}
+
+
+def synthetic_complete_gpu_run() -> dict:
+    """SYNTHETIC: tests/test_report.py's made-up GPU run plus what a full GPU run adds (achieved spin
+    durations, the launch-cost ladder, a run record with the GPU facts and NVML conditions)."""
+    run = synthetic_gpu_run()
+    for case in run["benchmarks"]:
+        info = case["extra_info"]
+        if info["case"] == "spin":
+            info |= {"achieved_ns": info["kernel_ns"] + 12.0, "achieved_timer_ns": info["kernel_ns"] + 300.0}
+    for layer, (base_s, per_arg_s) in LADDER.items():
+        for n_args in (0, 1, 4, 8, 13):
+            per_call_s = 256 * (base_s + per_arg_s * n_args)
+            timing = {"gpu_time_s": per_call_s} if layer == "graph" else {"gpu_time_s": 1e-3}
+            run["benchmarks"].append(
+                _case(
+                    f"launch_args[{layer}-{n_args}]",
+                    20e-6 + per_call_s if layer == "graph" else per_call_s,
+                    case="launch_args",
+                    op="empty_kernel",
+                    mode="graph" if layer == "graph" else "eager",
+                    layer=layer,
+                    n_args=n_args,
+                    n_kernels=256,
+                    **timing,
+                )
+            )
+    gpu = {"sm_clock_hz": 1.98e9, "memory_clock_hz": 3.2e9, "power_w": 120.0, "temperature_c": 40}
+    gpu |= {"pstate": 0, "throttle_reasons": [], "violation_time_ns": dict.fromkeys(VIOLATION_POLICIES, 5)}
+    clock = {"cycles_per_ns": 1.98, "spread": 0.001}
+    run[RUN_RECORD_KEY] = {
+        "status": "completed",
+        "cases": {
+            "planned": 40,
+            "measured": 40,
+            "failed": 0,
+            "skipped": 0,
+            "unfinished": [],
+            "skip_reasons": {},
+        },
+        "facts": {
+            "gpu.spin_clock": clock,
+            "gpu.spin_clock_end": clock | {"cycles_per_ns": 1.985},
+            "gpu.timer_tick_ns": TICK_NS,
+            "gpu.enqueue_depth": 1022,
+        },
+        "faults": [],
+        "conditions": {"start": {"gpu": gpu}, "end": {"gpu": copy.deepcopy(gpu)}},
+    }
+    return run
+
+
+def _check(run: Path, *, hide: str | None = None) -> subprocess.CompletedProcess[str]:
+    """Run the read-back on ``run``; ``hide``: a module made unimportable first (as on a box without it)."""
+    prelude = f"import sys; sys.modules[{hide!r}] = None; " if hide else "import sys; "
+    code = prelude + f"sys.argv = [{str(CHECK)!r}, {str(run)!r}]; import runpy; "
+    code += "runpy.run_path(sys.argv[0], run_name='__main__')"
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120, check=False
+    )
+
+
+def _write(tmp_path: Path, run: dict, name: str = "synthetic-gpu.json") -> Path:
+    path = tmp_path / name
+    path.write_text(json.dumps(run), encoding="utf-8")
+    return path
+
+
+def test_check_passes_a_complete_gpu_run_and_prints_every_fact_and_fit(tmp_path: Path) -> None:
+    path = _write(tmp_path, synthetic_complete_gpu_run())
+    done = _check(path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.rstrip().endswith("gpu-check: every check passed")
+    assert "fact gpu.timer_tick_ns = 1024.0" in done.stdout and "fact gpu.enqueue_depth = 1022" in done.stdout
+    assert "SM clock moved by +0.25% between the start and the end" in done.stdout
+    assert "throttling: none (NVML violation counters unchanged)" in done.stdout
+    assert "spin eager 1000 ns: achieved 1012 ns by SM cycles, 1300 ns by %globaltimer" in done.stdout
+    fits = fit_launch(cuda_rows(load_runs([path], samples=True).frame))
+    assert {"ladder_cupy_per_arg_s", "ladder_graph_s", "knee_s"} <= set(fits["quantity"])
+    for quantity in fits["quantity"]:  # every fit is printed, with its points used and set aside
+        assert re.search(rf"^\s*{quantity}\s", done.stdout, re.MULTILINE), quantity
+    assert "launch cost per launch by argument count" in done.stdout  # the terminal summary
+
+
+def test_check_names_each_planted_defect(tmp_path: Path) -> None:
+    run = synthetic_complete_gpu_run()
+    spin = next(case["extra_info"] for case in run["benchmarks"] if case["extra_info"]["case"] == "spin")
+    spin["achieved_timer_ns"] = spin["kernel_ns"] + 5_000.0  # the timer disagrees with the cycles by 5 µs
+    record = run[RUN_RECORD_KEY]
+    del record["facts"]["gpu.enqueue_depth"]
+    record["facts"]["gpu.spin_clock_end"]["cycles_per_ns"] = 1.5  # the SM clock fell by a quarter
+    record["faults"].append("GPU: setting up the decode step: CUDARuntimeError: cudaErrorIllegalAddress")
+    record["cases"]["skip_reasons"] = {
+        "CuPy sees no CUDA driver or device: …": 3,
+        "the launch queue holds …": 2,
+    }
+    record["conditions"]["end"]["gpu"]["violation_time_ns"]["power"] = 2_000_000_005
+    done = _check(_write(tmp_path, run))
+    assert done.returncode == 1
+    failures = [line.removeprefix("FAILED: ") for line in done.stderr.splitlines()]
+    assert f"spin eager {spin['kernel_ns']} ns: {spin['kernel_ns'] + 12} ns by SM cycles but" in "\n".join(
+        failures
+    )
+    assert "fact missing: gpu.enqueue_depth" in failures
+    assert any(line.startswith("the SM clock moved by -24.2% during the launch suite") for line in failures)
+    assert "fault: GPU: setting up the decode step: CUDARuntimeError: cudaErrorIllegalAddress" in failures
+    assert "3 cases skipped on a GPU run: CuPy sees no CUDA driver or device: …" in failures
+    assert not any("launch queue" in line for line in failures), "a skip by design is no failure"
+    assert "throttling: the GPU was held back during the run (power 2.000 s)" in done.stdout
+    assert len(failures) == 5 and "gpu-check: 5 failures" in done.stdout
+
+
+def test_check_without_analysis_still_checks_the_run_and_says_why_in_one_line(tmp_path: Path) -> None:
+    done = _check(_write(tmp_path, synthetic_complete_gpu_run()), hide="analysis.fit")
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = [line for line in done.stdout.splitlines() if line.startswith("fits not computed")]
+    assert len(lines) == 1
+    assert "analysis cannot be imported here (ModuleNotFoundError: import of analysis.fit halted" in lines[0]
+    assert "fact gpu.spin_clock" in done.stdout and "Traceback" not in done.stderr
+
+
+def test_check_fails_with_reasons_on_a_run_without_gpu_cases() -> None:
+    run = DATA / "cpu-2core-quick.json"
+    done = _check(run)
+    assert done.returncode == 1
+    assert (
+        f"FAILED: {run}: no GPU cases (every CUDA case was skipped or failed: see bench.log)" in done.stderr
+    )
+    assert f"FAILED: {run}: no run record ({RUN_RECORD_KEY})" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("content", ["{not json", "[1, 2]"], ids=["truncated", "a list"])
+def test_check_refuses_a_file_that_is_not_a_run_in_one_line(tmp_path: Path, content: str) -> None:
+    path = tmp_path / "broken.json"
+    path.write_text(content, encoding="utf-8")
+    done = _check(path)
+    assert done.returncode == 2
+    assert len(done.stderr.splitlines()) == 1 and done.stderr.startswith(f"{path}: ")

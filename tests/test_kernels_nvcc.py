@@ -4,7 +4,9 @@ Each ``.cu`` file is compiled with ``nvcc`` to PTX for sm_90 (Hopper) with the o
 is given (``benchmarks.kernels.COMPILE_OPTIONS``), and every non-template ``__global__`` kernel must appear in
 the PTX under its plain name: ``RawModule.get_function`` finds kernels by that name, so they must be
 ``extern "C"`` (a template kernel needs CuPy's ``name_expressions`` instead and is left out of that check).
-Where ``nvcc`` is not on PATH the compile check is skipped with that reason.
+The same sources, and the probe's kernel (``benchmarks.cuda.PROBE_SOURCE``), are also compiled by NVRTC
+itself, through CuPy's binding, as ``RawModule`` compiles them on a GPU machine (no device is needed to
+compile to PTX). Where ``nvcc``, or CuPy's NVRTC, is missing, that check is skipped with the reason.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks import kernels
+from benchmarks.cuda_timing import LADDER_ARGS, ladder_kernel_name
 
 NVCC = shutil.which("nvcc")
 needs_nvcc = pytest.mark.skipif(
@@ -44,10 +47,11 @@ def _kernels(source: str) -> set[str]:
 
 
 def test_the_launch_suite_kernels_are_there() -> None:
-    assert _kernels(kernels.source("launch")) == {
-        "empty_kernel",
+    ladder = {ladder_kernel_name(n_args) for n_args in LADDER_ARGS}
+    assert _kernels(kernels.source("launch")) == ladder | {
         "spin_kernel",
-        "timer_step_kernel",
+        "clock_calibration_kernel",
+        "timer_advances_kernel",
         "count_kernel",
     }
 
@@ -87,3 +91,37 @@ def test_kernel_source_compiles_for_sm90_without_spills(path: Path, tmp_path: Pa
         assert line.strip() == "0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads", (
             f"{path}: {name}: {line.strip()}"
         )
+
+
+def _nvrtc_reason() -> str | None:
+    """Why NVRTC cannot compile here (CuPy or its NVRTC missing), or None."""
+    try:
+        from cupy.cuda import nvrtc
+
+        nvrtc.getVersion()
+    except Exception as error:  # ImportError without CuPy; DynamicLibNotFoundError without libnvrtc
+        return f"NVRTC through CuPy is not usable here: {type(error).__name__}: {error}"
+    return None
+
+
+_NVRTC_REASON = _nvrtc_reason()
+
+
+@pytest.mark.skipif(_NVRTC_REASON is not None, reason=_NVRTC_REASON or "")
+@pytest.mark.parametrize(
+    "name", [path.stem for path in kernels.source_paths()] + ["probe"], ids=lambda name: f"{name}.cu"
+)
+def test_kernel_source_compiles_with_nvrtc(name: str) -> None:
+    from cupy.cuda import nvrtc
+
+    from benchmarks.cuda import PROBE_SOURCE
+
+    source = PROBE_SOURCE if name == "probe" else kernels.source(name)
+    program = nvrtc.createProgram(source, f"{name}.cu", [], [])
+    try:
+        nvrtc.compileProgram(program, ["-arch=compute_90", *kernels.COMPILE_OPTIONS])
+    except nvrtc.NVRTCError as error:
+        pytest.fail(f"{name}.cu: NVRTC failed: {error}\n{nvrtc.getProgramLog(program)}")
+    ptx = nvrtc.getPTX(program).decode()
+    nvrtc.destroyProgram(program)
+    assert set(_ENTRY.findall(ptx)) == _kernels(source)

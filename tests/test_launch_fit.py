@@ -22,6 +22,8 @@ N_KERNELS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
 ENQUEUE_N = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
 SPIN_NS = (0, 1_000, 2_000, 4_000, 8_000, 16_000, 32_000)
 SPIN_N = 256
+LADDER_ARGS = (0, 1, 4, 8, 13)
+LADDER_N = 256
 SAMPLES = 200
 NOISE = 0.01  # relative spread of each raw sample
 
@@ -38,6 +40,13 @@ FAST = {
     "gpu_gap_s": 0.9e-6,
     "sync_s": 1.5e-6,
     "spin_gap_s": 1e-6,
+    # the launch-cost ladder: per launch a + b·n_args, per layer
+    "ladder_cupy_s": 3e-6,
+    "ladder_cupy_per_arg_s": 0.15e-6,
+    "ladder_driver_s": 1.5e-6,
+    "ladder_driver_per_arg_s": 0.02e-6,
+    "ladder_graph_s": 0.8e-6,
+    "ladder_graph_per_arg_s": 0.05e-6,
 }
 SLOW = {key: 2 * value for key, value in FAST.items()}
 MACHINES = {"fast / cpu A / GPU A": FAST, "slow / cpu B / GPU B": SLOW}
@@ -78,6 +87,19 @@ def _machine_rows(machine_id: str, p: dict[str, float], rng: np.random.Generator
                 _row(machine_id, rng, seconds, case="spin", n_kernels=SPIN_N, kernel_ns=kernel_ns, mode=mode)
             )
     rows.append(_row(machine_id, rng, p["sync_s"], case="sync"))
+    for layer in ("cupy", "driver", "graph"):
+        for n_args in LADDER_ARGS:
+            per_launch_s = p[f"ladder_{layer}_s"] + n_args * p[f"ladder_{layer}_per_arg_s"]
+            coords = {"case": "launch_args", "layer": layer, "n_args": n_args, "n_kernels": LADDER_N}
+            if layer == "graph":  # the GPU's time per node: CUDA-event medians, no raw samples
+                gpu_time_s = LADDER_N * per_launch_s * (1 + NOISE * rng.standard_normal())
+                rows.append(
+                    _row(machine_id, rng, 20e-6 + gpu_time_s, mode="graph", gpu_time_s=gpu_time_s, **coords)
+                )
+            else:  # the host's time per call behind a blocking kernel
+                rows.append(
+                    _row(machine_id, rng, LADDER_N * per_launch_s, mode="eager", gpu_time_s=1e-3, **coords)
+                )
     return rows  # fmt: skip
 
 
@@ -126,6 +148,64 @@ def test_fit_launch_finds_the_knee(fits: pd.DataFrame, machine_id: str) -> None:
     row = _fit(fits, machine_id, "knee_s")
     assert row["value_s"] == pytest.approx(p["launch_s"] - p["spin_gap_s"], rel=0.05)
     assert row["ci_low_s"] <= row["value_s"] <= row["ci_high_s"]
+
+
+def test_the_knee_uses_the_durations_the_spins_achieved() -> None:
+    """Spins that each last 300 ns longer than requested: the knee from their achieved durations is the
+    true one; from the requested durations it would be 300 ns too low."""
+    frame = _frame({"m": FAST})
+    spin = frame["case"] == "spin"
+    longer_ns = 300
+    true_s = FAST["launch_s"] - FAST["spin_gap_s"]
+    stretched = frame.copy()
+    achieved_ns = stretched.loc[spin, "kernel_ns"] + longer_ns
+    eager = spin & (stretched["mode"] == "eager")
+    per_kernel = np.maximum(FAST["launch_s"], achieved_ns[eager] * 1e-9 + FAST["spin_gap_s"])
+    stretched.loc[eager, "median"] = SPIN_N * per_kernel + FAST["sync_round_trip_s"]
+    stretched.loc[eager, "data"] = None
+    with_achieved = _fit(launch.fit_launch(stretched.assign(achieved_ns=achieved_ns)), "m", "knee_s")
+    requested_only = _fit(launch.fit_launch(stretched), "m", "knee_s")
+    assert with_achieved["value_s"] == pytest.approx(true_s, rel=0.02)
+    assert requested_only["value_s"] == pytest.approx(true_s - longer_ns * 1e-9, rel=0.02)
+
+
+def test_every_fit_says_which_points_it_set_aside() -> None:
+    frame = _frame({"m": FAST})
+    broken = frame.copy()
+    batch = broken.index[broken["case"] == "launch_batch"][:2]
+    broken.loc[batch, "median"] = np.nan
+    graph = broken.index[(broken["case"] == "launch_args") & (broken["layer"] == "graph")][:1]
+    broken.loc[graph, "gpu_time_s"] = 0.0
+    fits = launch.fit_launch(broken)
+    for quantity in ("launch_s", "sync_round_trip_s"):
+        row = _fit(fits, "m", quantity)
+        assert (row["n_points"], row["n_set_aside"]) == (len(N_KERNELS) - 2, 2)
+        assert row["note"] == f"2 of {len(N_KERNELS)} points set aside: 2 without a finite median > 0"
+        assert row["value_s"] == pytest.approx(FAST[quantity], rel=0.05)
+    row = _fit(fits, "m", "ladder_graph_s")
+    assert (row["n_points"], row["n_set_aside"]) == (len(LADDER_ARGS) - 1, 1)
+    assert "1 without a finite gpu_time_s > 0" in row["note"]
+    untouched = _fit(fits, "m", "ladder_cupy_s")
+    assert (untouched["n_points"], untouched["n_set_aside"], untouched["note"]) == (len(LADDER_ARGS), 0, "")
+
+
+def test_a_ladder_of_too_few_argument_counts_says_why() -> None:
+    frame = _frame({"m": FAST})
+    two = frame[~((frame["case"] == "launch_args") & (frame["n_args"] > 1))]
+    row = _fit(launch.fit_launch(two), "m", "ladder_driver_per_arg_s")
+    assert math.isnan(row["value_s"])
+    assert row["note"] == "needs at least 3 points over at least 2 argument counts"
+
+
+def test_ladder_cost_is_the_fitted_line_at_the_mean_argument_count(fits: pd.DataFrame) -> None:
+    machine_id = "fast / cpu A / GPU A"
+    cost = launch.ladder_cost_s(fits, machine_id, "cupy", n_kernels=195, n_args_total=1058)
+    base = launch.fitted(fits, machine_id, "ladder_cupy_s")
+    per_arg = launch.fitted(fits, machine_id, "ladder_cupy_per_arg_s")
+    assert cost == pytest.approx(base + per_arg * 1058 / 195, rel=1e-12)
+    assert cost == pytest.approx(FAST["ladder_cupy_s"] + FAST["ladder_cupy_per_arg_s"] * 1058 / 195, rel=0.02)
+    assert math.isnan(launch.ladder_cost_s(fits, "no such machine", "cupy", 195, 1058))
+    assert math.isnan(launch.ladder_cost_s(fits, machine_id, "cupy", 195, math.nan))
 
 
 def test_knee_parameters_is_exact_on_noise_free_points() -> None:

@@ -300,54 +300,36 @@ def test_unwritable_outputs_stop_the_run_before_anything_is_measured(tmp_path: P
     assert "passed" not in done.stdout and "Traceback" not in done.stdout + done.stderr
 
 
-def test_a_failing_gpu_and_a_failing_summary_lose_nothing(tmp_path: Path) -> None:
-    """A fake CuPy that sees a device and then fails ``getDeviceProperties`` (a GPU that errors after the
-    probe), and an analysis that raises in the terminal summary: the CPU cases are saved, the GPU's error is
-    in machine_info and in the record's faults, and pytest ends normally with one line about the summary."""
-    fake = tmp_path / "fake"
-    (fake / "cupy" / "cuda").mkdir(parents=True)
-    (fake / "cupy" / "__init__.py").write_text("from cupy import cuda\n__version__ = 'fake'\n")
-    (fake / "cupy" / "cuda" / "__init__.py").write_text(
-        textwrap.dedent(
-            """
-            class runtime:
-                @staticmethod
-                def getDeviceCount():
-                    return 1
-
-                @staticmethod
-                def getDeviceProperties(device_id):
-                    raise RuntimeError("cudaErrorLaunchFailure: made to fail by tests/test_run_record.py")
-
-                @staticmethod
-                def deviceGetPCIBusId(device_id):
-                    raise RuntimeError("cudaErrorLaunchFailure: made to fail by tests/test_run_record.py")
-
-
-            class nvrtc:
-                @staticmethod
-                def getVersion():
-                    return (12, 4)
-            """
-        )
-    )
-    (fake / "break_summary.py").write_text(
+def test_a_failing_gpu_collector_and_a_failing_summary_lose_nothing(tmp_path: Path) -> None:
+    """A GPU collector that raises (whatever the device did: ``tests/fake_gpu`` covers a GPU failing after
+    the probe, in tests/test_cuda_skip.py) and an analysis that raises in the terminal summary: the CPU cases
+    are saved, the error is in machine_info and in the record's faults, and pytest ends normally with one
+    line about the summary."""
+    plugins = tmp_path / "plugins"
+    plugins.mkdir()
+    (plugins / "break_gpu_and_summary.py").write_text(
         textwrap.dedent(
             """
             import analysis.summary
+            import benchmarks.cuda
+
+
+            def failing_gpu_info(*args, **kwargs):
+                raise RuntimeError("cudaErrorLaunchFailure: made to fail by tests/test_run_record.py")
 
 
             def broken(*args, **kwargs):
                 raise MemoryError("made by the test")
 
 
+            benchmarks.cuda.gpu_info = failing_gpu_info
             analysis.summary.summary_lines = broken
             """
         )
     )
     done = run_pytest(
-        tmp_path, "--benchmark-only", *SHORT, "-p", "break_summary", "--benchmark-json=run.json",
-        extra_paths=(fake,),
+        tmp_path, "--benchmark-only", *SHORT, "-p", "break_gpu_and_summary", "--benchmark-json=run.json",
+        extra_paths=(plugins,),
     )  # fmt: skip
     out = done.stdout + done.stderr
     assert done.returncode == 0, out
@@ -360,7 +342,6 @@ def test_a_failing_gpu_and_a_failing_summary_lose_nothing(tmp_path: Path) -> Non
     assert doc["machine_info"]["launchbench"]["machine_id"].endswith(" / GPU unreadable")
     faults = doc[RUN_RECORD_KEY]["faults"]
     assert any("collect_gpu failed" in fault for fault in faults), faults
-    assert "nvml_error" in doc[RUN_RECORD_KEY]["conditions"]["start"]["gpu"]
 
 
 # --- the pieces underneath ----------------------------------------------------------------------------------
@@ -416,6 +397,15 @@ def test_status_unfinished_cases_and_gpu_slowdown() -> None:
     assert record.status() == "interrupted"
     end = {"time": "t1", "gpu": {"throttle_reasons": ["gpu_idle", "sw_thermal_slowdown"]}}
     assert run_record.gpu_slowdown({"gpu": None}, end) == ["sw_thermal_slowdown"]  # idle is not a slowdown
+
+
+def test_a_throttle_between_the_snapshots_shows_in_the_violation_counters() -> None:
+    """Clocks and reasons look fine at both ends; NVML's power counter grew by 0.25 s in between."""
+    counters = {"power": 1_000_000_000, "thermal": 5, "total_base_clocks": 7}
+    start = {"gpu": {"throttle_reasons": ["gpu_idle"], "violation_time_ns": counters}}
+    end = {"gpu": {"throttle_reasons": [], "violation_time_ns": {**counters, "power": 1_250_000_000}}}
+    assert run_record.gpu_slowdown(start, end) == ["power held clocks back 0.25 s"]
+    assert run_record.gpu_slowdown(start, start) == []
 
 
 def test_a_condition_that_cannot_be_read_is_a_fault_not_a_failure(monkeypatch: pytest.MonkeyPatch) -> None:

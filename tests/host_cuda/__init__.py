@@ -353,9 +353,9 @@ class HostKernel:
         schedule: Schedule = "forward",
     ) -> None:
         """Run the kernel to completion on ``grid`` blocks of ``block`` threads with ``args`` (numpy arrays,
-        C-contiguous, passed by pointer; numpy scalars passed by value), then check the guards of every
-        guarded array argument. Raises ``HostCudaError`` naming the kernel (and the argument, block or
-        threads) for a refused argument, a launch that went wrong or a written guard."""
+        C-contiguous, passed by pointer; None, a null pointer; numpy scalars passed by value), then check the
+        guards of every guarded array argument. Raises ``HostCudaError`` naming the kernel (and the
+        argument, block or threads) for a refused argument, a launch that went wrong or a written guard."""
         if shared_mem:
             raise HostCudaError(f"kernel {self.name}: dynamic shared memory is not emulated")
         if schedule not in SCHEDULES:
@@ -378,6 +378,10 @@ class HostKernel:
     def _argument(self, index: int, arg: Any, size: int, pointee: int) -> ctypes.c_void_p | ctypes.Array:
         """The memory holding argument ``index``'s value, after checking it against the parameter."""
         where = f"kernel {self.name} argument {index}"
+        if arg is None:  # CuPy passes None as a null pointer
+            if pointee < 0:
+                raise HostCudaError(f"{where}: None for a parameter passed by value ({size} bytes)")
+            return ctypes.c_void_p(0)
         if isinstance(arg, np.ndarray):
             if pointee < 0:
                 raise HostCudaError(f"{where}: an array for a parameter passed by value ({size} bytes)")

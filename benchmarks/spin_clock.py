@@ -1,0 +1,197 @@
+"""The ruler of the spin kernel: SM cycles per nanosecond, calibrated once per run against ``%globaltimer``.
+
+A spin of a known duration is how the launch suite finds where launches hide behind GPU work, down to 1 µs.
+``%globaltimer`` cannot time that: PTX documents it as a nanosecond timer meant for NVIDIA's tools without
+promising its update rate, and public traces show it advancing in 1,024 ns steps on Ampere and Ada parts
+(a 1 µs spin on it lasts anywhere from 0 to 2 µs). ``clock64()`` counts SM cycles, one per cycle, so the
+spin kernel spins on it; the cycle rate is the SM clock, which is measured here rather than assumed: each
+of ``CALIBRATION_REPEATS`` kernels counts cycles over at least ``CALIBRATION_NS`` of ``%globaltimer`` time,
+both ends taken right after the timer advances (``launch.cu``'s ``clock_calibration_kernel``), so even a
+1 µs step is at most 0.05 % of the interval. The median is the rate; the spread of the repeats says how
+steady the SM clock was. The timer's own step (the median of 64 consecutive advances) is recorded beside
+it, as a fact of the run, never as a reason to fail one.
+
+Each spin kernel also writes what it achieved (cycles spun, and the ``%globaltimer`` time around them), so a
+saved spin case holds the requested and the achieved duration.
+"""
+
+from __future__ import annotations
+
+import functools
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from benchmarks import kernels
+from benchmarks.cuda import cupy_module
+from benchmarks.cuda_timing import Launch
+
+#: Timer time each calibration kernel counts cycles over, ns (≥ 1 ms: a 1 µs timer step is then ≤ 0.1 %).
+CALIBRATION_NS = 2_000_000
+#: Calibration kernels per measurement: their median is the rate, their spread its steadiness.
+CALIBRATION_REPEATS = 7
+#: A spin before calibrating, ns, so the SM clock has left any idle state when it is measured.
+WARMUP_NS = 20_000_000
+#: Consecutive ``%globaltimer`` advances whose median is the timer's tick.
+TICK_ADVANCES = 64
+#: Words a spin kernel writes into its ``elapsed`` slot: cycles spun, then ``%globaltimer`` ns around them.
+ELAPSED_WORDS = 2
+#: What ``elapsed_slots`` fills slots with: a slot still holding it was not written by any kernel.
+UNWRITTEN = np.iinfo(np.uint64).max
+
+
+@dataclass(frozen=True)
+class SpinClock:
+    """SM cycles per ns (median of the calibration repeats, with their min and max), the ``%globaltimer``
+    tick (median, min and max of its advances, ns), and how they were measured."""
+
+    cycles_per_ns: float
+    cycles_per_ns_min: float
+    cycles_per_ns_max: float
+    tick_ns: float
+    tick_min_ns: float
+    tick_max_ns: float
+    calibration_ns: int
+    repeats: int
+
+    @property
+    def spread(self) -> float:
+        """(max − min) / median of the calibration repeats: 0 for a perfectly steady SM clock."""
+        return (self.cycles_per_ns_max - self.cycles_per_ns_min) / self.cycles_per_ns
+
+    def cycles(self, duration_ns: float) -> int:
+        """SM cycles lasting ``duration_ns`` ns at the calibrated rate (what the spin kernel is given)."""
+        if duration_ns < 0:
+            raise ValueError(f"a spin lasts >= 0 ns, got {duration_ns!r}")
+        return round(duration_ns * self.cycles_per_ns)
+
+    def ns(self, cycles: float | np.ndarray) -> float | np.ndarray:
+        """Nanoseconds that ``cycles`` SM cycles last at the calibrated rate."""
+        return cycles / self.cycles_per_ns
+
+    def as_fact(self) -> dict[str, float | int]:
+        """The calibration as the run record saves it (``gpu.spin_clock``): plain JSON numbers."""
+        return {
+            "cycles_per_ns": self.cycles_per_ns,
+            "cycles_per_ns_min": self.cycles_per_ns_min,
+            "cycles_per_ns_max": self.cycles_per_ns_max,
+            "spread": self.spread,
+            "calibration_ns": self.calibration_ns,
+            "repeats": self.repeats,
+        }
+
+
+def clock_from_samples(
+    calibrations: Sequence[tuple[int, int]], advances: Sequence[int], calibration_ns: int = CALIBRATION_NS
+) -> SpinClock:
+    """The ``SpinClock`` of raw kernel output: ``calibrations`` = (cycles, ns) per calibration kernel,
+    ``advances`` = the timer's consecutive advances, ns. Raises ``ValueError`` naming what is unusable (a
+    calibration shorter than ``calibration_ns`` or without cycles, a non-positive advance)."""
+    if not calibrations or not advances:
+        raise ValueError("the clock calibration needs at least one calibration and one timer advance")
+    rates = []
+    for cycles, ns in calibrations:
+        if ns < calibration_ns or cycles <= 0:
+            raise ValueError(
+                f"clock calibration: {cycles} cycles over {ns} ns (needs > 0 cycles over >= "
+                f"{calibration_ns} ns)"
+            )
+        rates.append(cycles / ns)
+    if min(advances) <= 0:
+        raise ValueError(
+            f"%globaltimer advances must be > 0 ns, got {min(advances)} (a timer that did not advance before "
+            "the kernel gave up)"
+        )
+    return SpinClock(
+        cycles_per_ns=statistics.median(rates),
+        cycles_per_ns_min=min(rates),
+        cycles_per_ns_max=max(rates),
+        tick_ns=float(statistics.median(advances)),
+        tick_min_ns=float(min(advances)),
+        tick_max_ns=float(max(advances)),
+        calibration_ns=calibration_ns,
+        repeats=len(rates),
+    )
+
+
+def measure_spin_clock(stream: Any) -> SpinClock:
+    """Calibrate now on the GPU: a warm-up spin, ``CALIBRATION_REPEATS`` calibration kernels and one timer
+    kernel, queued on ``stream`` and waited for (about 35 ms)."""
+    cupy = cupy_module()
+    calibrate = kernels.kernel("launch", "clock_calibration_kernel")
+    out = cupy.zeros((CALIBRATION_REPEATS + 1, 2), dtype=cupy.uint64)
+    advances = cupy.zeros(TICK_ADVANCES, dtype=cupy.uint64)
+    with stream:
+        calibrate((1,), (1,), (np.uint64(WARMUP_NS), out[CALIBRATION_REPEATS]))
+        for repeat in range(CALIBRATION_REPEATS):
+            calibrate((1,), (1,), (np.uint64(CALIBRATION_NS), out[repeat]))
+        kernels.kernel("launch", "timer_advances_kernel")((1,), (1,), (advances, np.int32(TICK_ADVANCES)))
+    stream.synchronize()
+    rows = out.get()[:CALIBRATION_REPEATS]
+    return clock_from_samples([(int(c), int(n)) for c, n in rows], [int(a) for a in advances.get()])
+
+
+@functools.cache
+def spin_clock() -> SpinClock:
+    """The run's calibration: measured on the first call of the process (on a stream of its own), then kept,
+    so every case of a run converts durations with the same rate."""
+    return measure_spin_clock(cupy_module().cuda.Stream(non_blocking=True))
+
+
+def spin(duration_ns: float, elapsed: Any = None, clock: SpinClock | None = None) -> Launch:
+    """A launch of ``launch.cu``'s spin kernel lasting ``duration_ns`` ns by ``clock`` (the run's
+    ``spin_clock()`` by default); ``elapsed``: None, or a CuPy array of ``ELAPSED_WORDS`` uint64 that receives
+    the cycles spun and the ``%globaltimer`` ns around them."""
+    clock = clock or spin_clock()
+    return Launch(kernels.kernel("launch", "spin_kernel"), (np.uint64(clock.cycles(duration_ns)), elapsed))
+
+
+@dataclass(frozen=True)
+class Achieved:
+    """What a set of spin kernels achieved, from their ``elapsed`` slots: ``cycles_ns`` the median of the
+    cycles each spun, as ns by the calibration; ``timer_ns`` the mean of their ``%globaltimer`` times (each a
+    whole number of timer steps: only the mean over many kernels resolves durations below a step)."""
+
+    cycles_ns: float
+    timer_ns: float
+    n_kernels: int
+
+
+def elapsed_slots(n_kernels: int) -> Any:
+    """A CuPy array of ``n_kernels`` ``elapsed`` slots ([n_kernels, ELAPSED_WORDS] uint64), all
+    ``UNWRITTEN``."""
+    cupy = cupy_module()
+    return cupy.full((n_kernels, ELAPSED_WORDS), UNWRITTEN, dtype=cupy.uint64)
+
+
+def achieved(elapsed: np.ndarray, clock: SpinClock) -> Achieved:
+    """Summarise ``elapsed`` ([n, ELAPSED_WORDS] uint64, as the spin kernels wrote it) by ``clock``. Raises
+    ``ValueError`` when a slot was never written (its kernel did not run, or wrote elsewhere)."""
+    raw = np.asarray(elapsed, dtype=np.uint64).reshape(-1, ELAPSED_WORDS)
+    unwritten = int((raw == UNWRITTEN).any(axis=1).sum())
+    if raw.shape[0] == 0 or unwritten:
+        raise ValueError(f"{unwritten} of {raw.shape[0]} spin kernels did not write their elapsed time")
+    rows = raw.astype(np.float64)
+    return Achieved(
+        cycles_ns=float(np.median(clock.ns(rows[:, 0]))),
+        timer_ns=float(np.mean(rows[:, 1])),
+        n_kernels=int(rows.shape[0]),
+    )
+
+
+def record_clock_facts(config: Any, clock: SpinClock, name: str = "gpu.spin_clock") -> None:
+    """Save ``clock`` in the run record: ``name`` (the calibration), and at the run's first calibration the
+    timer's tick, ``gpu.timer_tick_ns`` (median advance) and ``gpu.timer_advances_ns`` (min, median, max)."""
+    from benchmarks.run_record import record_fact
+
+    record_fact(config, name, clock.as_fact())
+    if name == "gpu.spin_clock":
+        record_fact(config, "gpu.timer_tick_ns", clock.tick_ns)
+        record_fact(
+            config,
+            "gpu.timer_advances_ns",
+            {"min": clock.tick_min_ns, "median": clock.tick_ns, "max": clock.tick_max_ns},
+        )
