@@ -13,10 +13,12 @@ SUITE = "launchbench"
 #: key -> meaning; README.md's "Data contract" table is this mapping.
 CONTRACT: Mapping[str, str] = {
     "suite": 'always "launchbench": tells our cases from other suites\' in mixed storage',
-    "case": "the family: ufunc_size, many_vs_one, host_bandwidth, launch_batch, launch_sync_each, "
-    "graph_replay, spin, enqueue, sync, decode_step",
+    "case": "the family: ufunc_size, many_vs_one, host_bandwidth, numpy_op, launch_batch, launch_sync_each, "
+    "graph_replay, spin, enqueue, sync, decode_step, decode_floor",
     "device": 'where the work runs: "cpu" or "cuda"',
-    "op": 'the operation timed, e.g. "np.add", "copy", "triad", "empty_kernel"',
+    "op": 'the operation timed, e.g. "np.add", "copy", "triad", "empty_kernel", "decode_step", "attention"; '
+    "a numpy_op case: the op identity of benchmarks.decode_numpy.op_identity, "
+    '"np.<function>(<argument classes>)", e.g. "np.max(3d, axis, keepdims, out=3d)"',
     "dtype": 'element type, e.g. "float32"',
     "n": "elements per call",
     "pieces": "calls per timed round (many small vs one big)",
@@ -35,6 +37,8 @@ CONTRACT: Mapping[str, str] = {
     "spec_bytes_per_s": "datasheet memory bandwidth of the device the case ran on, B/s",
     "rows": "matrix rows (outputs) of a matrix-vector case (decode_step, op matvec)",
     "cols": "matrix columns (inputs) of a matrix-vector case (decode_step, op matvec)",
+    "op_counts": "numpy calls per timed call by op (a mapping op identity -> count, as numpy_op's op); "
+    "its counts sum to n_calls",
 }
 
 
