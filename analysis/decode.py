@@ -60,7 +60,7 @@ DECODE_COLUMNS = (
     "ctx",
     "ops_per_step",  # GPU kernels (n_kernels) or numpy calls (n_calls) per step
     "bytes",  # weights + KV cache read per step, B
-    "measured_s",  # host time per step (median), s
+    "measured_s",  # host time per step (the statistic below: CPU fastest round, GPU median), s
     "gpu_time_s",  # CUDA-event time per step (GPU only), s
     "work_s",  # bytes at the reference bandwidth (GPU: the roofline step time), s
     "per_op_s",  # cost charged per op: t0 (CPU), launch_s (eager), graph_node_s (graph), s

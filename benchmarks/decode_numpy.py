@@ -3,12 +3,15 @@
 The seed's demo 2 counts kernels per decode step (unfused: 12 per layer + 3; fused: 8 per layer + 3) and
 charges each a fixed launch cost. On a CPU the same step is a sequence of numpy calls, each with its own fixed
 cost (t0): this module runs that step for real, so a laptop shows where a real step falls between
-"bytes / bandwidth" and "bytes / bandwidth + calls × t0".
+"bytes / bandwidth" and "bytes / bandwidth + calls × t0". Its call list, op by op (``op_identity``,
+``CallCounter``), is what the per-op model prices with each op's measured fixed cost
+(``benchmarks/test_numpy_ops.py``), since those costs differ by 10× from op to op.
 
 Also here, because the GPU step (``benchmarks/decode_cuda.py``) and the tests share them: the weight layout
 (``DecodeWeights``), the KV cache (``KVCache``), their random contents (``draw_weights`` and
 ``draw_kv_cache``: one layout, scaling and draw order for numpy and CuPy), RoPE's angles, and a float64
-reference forward (``reference_logits``) that every plan, on every device, is checked against.
+reference forward (``reference_logits``) that every plan, on every device, is checked against
+(``reference_error``; on the CPU at the benchmark's own shapes by ``check_against_reference``).
 
 Conventions of the step (the reference defines them):
 
@@ -269,11 +272,11 @@ def op_identity(function: str, args: tuple[Any, ...], kwargs: Mapping[str, Any])
     A positional argument's class is ``"scalar"`` (a Python or numpy scalar) or ``"<ndim>d"``, with
     ``" strided"`` added for an array that is not C-contiguous; keyword arguments follow in alphabetical
     order, an array one as ``key=<class>``, any other by its name alone. These are what set a call's fixed
-    cost (measured on the decode step's calls, 2-vCPU EPYC VM: a scalar operand 0.70 µs against 0.41 µs for
-    a 1-D one; a strided or broadcast 2-D multiply 0.86–1.0 µs against 0.41 µs contiguous; ``axis``/``out``
-    reductions about 2 µs); sizes are not part of it, so a tiny model's step has the ops of a large one.
-    Whether ``out`` is also an input (in place) is not part of it either: it changed no cost by more than
-    the noise there.
+    cost (the decode step's calls on a 2-vCPU EPYC VM: ``multiply`` by a scalar 0.66 µs against 0.37 µs by a
+    1-D array; a strided or broadcast 2-D ``multiply`` 0.87–0.99 µs against 0.37 µs contiguous; reductions
+    with ``axis`` and ``out`` 2.0–2.4 µs); sizes are not part of it, so a tiny model's step has the ops of a
+    large one. Whether ``out`` is also an input (in place) is not part of it either: it changed no cost
+    beyond the noise there.
     """
     classes = [_argument_class(value) for value in args]
     classes += [
