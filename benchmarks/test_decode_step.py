@@ -44,6 +44,7 @@ from benchmarks.decode_numpy import (
     reference_logits,
 )
 from benchmarks.records import record
+from benchmarks.run_record import record_fact
 from model.hardware import spec_for_device_name
 from model.llm import LLAMA32_1B
 
@@ -140,11 +141,15 @@ def cpu_model() -> _CpuModel:
 
 @pytest.mark.benchmark(group="decode_step cpu")
 @pytest.mark.parametrize("plan", list(PLANS))
-def test_cpu_decode_step(benchmark: Any, cpu_model: _CpuModel, plan: str) -> None:
-    """The step, checked against the float64 reference at its own shapes, then timed; its logits must not
-    change over the timed repetitions."""
+def test_cpu_decode_step(
+    benchmark: Any, cpu_model: _CpuModel, request: pytest.FixtureRequest, plan: str
+) -> None:
+    """The step, checked against the float64 reference at its own shapes (the error, a fraction of the
+    reference's RMS, saved as a fact of the run), then timed; its logits must not change over the timed
+    repetitions."""
     step = cpu_model.steps[plan]
-    check_against_reference(step, cpu_model.reference)
+    error = check_against_reference(step, cpu_model.reference)
+    record_fact(request.config, f"cpu.decode_step.reference_error.{plan}", error)
     checked = step.logits.copy()
     counter = step.count_calls()
     benchmark(step.run)

@@ -54,6 +54,7 @@ from benchmarks.decode_numpy import (
     reference_logits,
 )
 from benchmarks.records import record
+from benchmarks.run_record import record_fact
 from model.llm import ModelConfig
 
 #: The overhead floor's model: the benchmark model's layers and GQA group (4 query heads per KV head), every
@@ -218,10 +219,12 @@ def test_numpy_op(benchmark: Any, op: str) -> None:
     benchmark(_replay, functions)
 
 
-def test_decode_floor(benchmark: Any, plan: str) -> None:
-    """The floor step, checked against its float64 reference, then timed; it must repeat bit for bit."""
+def test_decode_floor(benchmark: Any, request: pytest.FixtureRequest, plan: str) -> None:
+    """The floor step, checked against its float64 reference (the error saved as a fact of the run), then
+    timed; it must repeat bit for bit."""
     step, reference = floor_step(plan)
-    check_against_reference(step, reference)
+    error = check_against_reference(step, reference)
+    record_fact(request.config, f"cpu.decode_floor.reference_error.{plan}", error)
     counter = step.count_calls()
     expected = step.logits.copy()
     benchmark(step.run)

@@ -13,8 +13,9 @@ import pytest
 from analysis.load import load_runs
 from analysis.ops import floor_table, op_costs
 from analysis.summary import summary_lines
-from benchmarks.decode_numpy import PLANS, op_identity
+from benchmarks.decode_numpy import PLANS, REFERENCE_TOLERANCE, op_identity
 from benchmarks.records import CONTRACT, SUITE
+from benchmarks.run_record import RUN_RECORD_KEY
 from benchmarks.test_numpy_ops import FLOOR, MIN_CALLS, CallRecorder, case_id, floor_step, recorded_calls
 
 pytest_plugins = ["pytester"]
@@ -97,7 +98,11 @@ def test_a_measured_run_saves_op_counts_and_the_summary_prices_the_floor(pyteste
         "no:cacheprovider",
     )
     result.assert_outcomes(passed=2 + len(PLANS))
-    benches = json.loads(saved.read_text())["benchmarks"]
+    doc = json.loads(saved.read_text())
+    facts = doc[RUN_RECORD_KEY]["facts"]
+    for plan in PLANS:  # the floor's reference check, saved with the run
+        assert 0 <= facts[f"cpu.decode_floor.reference_error.{plan}"] < REFERENCE_TOLERANCE
+    benches = doc["benchmarks"]
     for bench in benches:
         extra = bench["extra_info"]
         assert set(extra) <= {"suite", "case", "device", *CONTRACT} and extra["suite"] == SUITE
