@@ -5,7 +5,7 @@ charges each a fixed launch cost. On a CPU the same step is a sequence of numpy 
 cost (t0): this module runs that step for real, so a laptop shows where a real step falls between
 "bytes / bandwidth" and "bytes / bandwidth + calls × t0". Its call list, op by op (``op_identity``,
 ``CallCounter``), is what the per-op model prices with each op's measured fixed cost
-(``benchmarks/test_numpy_ops.py``), since those costs differ by 10× from op to op.
+(``benchmarks/test_numpy_ops.py``), since those costs differ by 16× from op to op.
 
 Also here, because the GPU step (``benchmarks/decode_cuda.py``) and the tests share them: the weight layout
 (``DecodeWeights``), the KV cache (``KVCache``), their random contents (``draw_weights`` and

@@ -1,8 +1,8 @@
 """The fixed cost of each numpy operation the decode step calls, and the step's own overhead floor.
 
 The seed's model charges every numpy call one t0, the fitted cost of ``np.add(a, a, out=o)``. The decode step
-(``benchmarks/decode_numpy.py``) calls about twenty different operations whose fixed costs differ by up to
-10× (a 1-D ``copyto`` about 0.2 µs, a reduction with ``axis`` and ``out`` about 2 µs, on a 2-vCPU EPYC VM).
+(``benchmarks/decode_numpy.py``) calls 22–23 different operations whose fixed costs differ by 16× (a 1-D
+``copyto`` 0.15 µs, a reduction with ``axis`` and ``out`` 2.3 µs, on a 2-vCPU EPYC VM).
 Two families measure what one t0 leaves out:
 
 - ``numpy_op``: for each op of the step's call list (``op`` = ``decode_numpy.op_identity``, e.g.
