@@ -2,10 +2,21 @@
 
 Rows of ``case == "decode_step"`` (``benchmarks/test_decode_step.py``). For each measured step, per machine:
 
-- CPU (numpy): work = bytes / host bandwidth, the highest of the copy, triad and read bandwidths that
-  ``analysis.host.fit_host`` measured in the same run (runs older than the read case have copy and triad
-  only); per-call cost = its fitted t0. Serial bound = work + calls × t0, overlapped bound = max(work,
-  calls × t0) (numpy cannot overlap its calls, so the serial bound is the one to expect).
+- CPU (numpy), two predictions from the same run's figures:
+  - the seed's model: work = bytes / host bandwidth, the highest of the copy, triad and read bandwidths that
+    ``analysis.host.fit_host`` measured (runs older than the read case have copy and triad only), plus
+    calls × t0, its fitted per-call cost. Serial bound = work + calls × t0, overlapped bound = max(work,
+    calls × t0) (numpy cannot overlap its calls, so the serial bound is the one to expect);
+  - the per-op model: the step's actual call list (``op_counts``) priced op by op with the fixed costs that
+    ``numpy_op`` measured (``analysis.ops``), the attention ops as their own measured term (``op ==
+    "attention"``: batched products of a few query rows are not bandwidth-bound) and the remaining bytes at
+    the same bandwidth: (bytes − KV) / bandwidth + attention + Σ other calls × their op's cost. It leaves out
+    the Python work between the calls (op bodies, views, reshapes, slices), which the overhead floor
+    (``decode_floor``: the same call list where data costs nothing) measures whole, shown beside it.
+  Statistic: every CPU figure is a case's fastest round (``min``), the step's as well as t0, the bandwidths
+  (best round), the per-op costs, the attention term and the floor: predictions built from best-case figures
+  are held against the best-case step, never against its median (on a shared machine a median absorbs
+  other programs' work, which no model here holds; the run record says when a machine was busy).
 - GPU (CuPy): work = ``model.roofline.decode_step`` of the step's configuration on the GPU's spec
   (``model.hardware.spec_for_device_name``), the seed's roofline at the datasheet bandwidth; and beside it a
   calibrated roofline, the same step at the bandwidth the largest matrix-vector shape achieved in the same
@@ -16,22 +27,27 @@ Rows of ``case == "decode_step"`` (``benchmarks/test_decode_step.py``). For each
   ``per_op_from`` says which. Eager: ``model.launch.compose(work, kernels, per launch)``, both bounds plus
   the synchronise round trip that every timed step ends with (as ``analysis.launch.predict_spin`` does).
   Graph: ``model.launch.compose_graph(work, kernels, per node, graph_launch_s)`` (the graph launch
-  intercept already holds the synchronise).
+  intercept already holds the synchronise). The measured step is the
+  pytest-benchmark median of its rounds.
 
 ``position`` says where the measurement falls: 0 at the overlapped bound, 1 at the serial bound, below 0
-faster than the overlapped bound, above 1 slower than the serial one. Times are seconds per step (the
-pytest-benchmark median of one timed call = one step), bandwidths B/s.
+faster than the overlapped bound, above 1 slower than the serial one. Times are seconds per step (one timed
+call = one step; ``statistic`` names the pytest-benchmark statistic, the median of it over runs where
+several), bandwidths B/s.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Mapping
+from dataclasses import dataclass
 from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
 
+from analysis import ops
 from analysis.host import BANDWIDTH_OPS, fit_host
 from analysis.launch import fit_launch, fitted, ladder_cost_s, usable_cost
 from model.hardware import spec_for_device_name
@@ -52,7 +68,7 @@ DECODE_COLUMNS = (
     "ctx",
     "ops_per_step",  # GPU kernels (n_kernels) or numpy calls (n_calls) per step
     "bytes",  # weights + KV cache read per step, B
-    "measured_s",  # host time per step (median), s
+    "measured_s",  # host time per step (the statistic below: CPU fastest round, GPU median), s
     "gpu_time_s",  # CUDA-event time per step (GPU only), s
     "work_s",  # bytes at the reference bandwidth (GPU: the roofline step time), s
     "per_op_s",  # cost charged per op: t0 (CPU), launch_s (eager), graph_node_s (graph), s
@@ -71,6 +87,13 @@ DECODE_COLUMNS = (
     "calibrated_serial_s",
     "calibrated_overlapped_s",
     "calibrated_position",  # (measured − calibrated overlapped) / (calibrated serial − calibrated overlapped)
+    "statistic",  # the pytest-benchmark statistic of measured_s and of the figures predicted from it
+    "attention_s",  # CPU: the step's attention ops measured alone, s (NaN: not measured)
+    "attention_bytes",  # CPU: the KV cache those ops read, B
+    "op_calls_s",  # CPU: the calls outside attention at their ops' measured fixed costs, s
+    "op_model_s",  # CPU: the per-op model, (bytes − KV) / bandwidth + attention_s + op_calls_s, s
+    "unpriced_ops",  # CPU: ops of the call list without a measured cost (the per-op model is NaN then)
+    "floor_s",  # CPU: the overhead floor, the same call list where data costs nothing, s
 )
 
 #: Columns of ``matvec_table``'s frame: the GPU matrix-vector kernel alone, per machine and shape.
@@ -89,6 +112,17 @@ MATVEC_COLUMNS = (
 )
 
 _GROUP = ["machine_id", "device", "config", "plan", "mode", "batch", "ctx"]
+#: The pytest-benchmark statistic each device's step is measured and predicted with (module docstring).
+STATISTIC = {"cpu": ops.STATISTIC, "cuda": "median"}
+
+
+@dataclass(frozen=True)
+class _CpuTerms:
+    """The figures of the per-op model, per machine: ``analysis.ops``' op costs, attention terms, floors."""
+
+    costs: pd.DataFrame
+    attention: pd.DataFrame
+    floors: pd.DataFrame
 
 
 def decode_rows(frame: pd.DataFrame) -> pd.DataFrame:
@@ -129,24 +163,29 @@ def decode_table(
         launch_fits = fit_launch(frame)
     host = host_fits.set_index("machine_id") if not host_fits.empty else None
     calibrated = calibrated_bandwidths(matvec_table(frame))
+    terms = _CpuTerms(
+        costs=ops.op_costs(frame), attention=ops.attention_terms(frame), floors=ops.floor_table(frame)
+    )
     rows = []
     for key, group in steps.groupby(_GROUP, sort=True, dropna=False):
         row = dict(zip(_GROUP, key, strict=True))
         row.update(batch=int(row["batch"]), ctx=int(row["ctx"]))
         first = group.iloc[0]
         on_gpu = row["device"] == "cuda"
-        ops = first["n_kernels"] if on_gpu else first["n_calls"]
+        n_ops = first["n_kernels"] if on_gpu else first["n_calls"]
+        statistic = STATISTIC["cuda" if on_gpu else "cpu"]
         row.update(
-            ops_per_step=int(ops),
+            ops_per_step=int(n_ops),
             bytes=float(first["bytes"]),
-            measured_s=float(group["median"].median()),
+            measured_s=float(group[statistic].median()),
             gpu_time_s=float(group["gpu_time_s"].median()) if on_gpu else math.nan,
             runs=len(group),
+            statistic=statistic,
         )
         if on_gpu:
             row.update(_gpu_prediction(row, first, launch_fits, calibrated.get(row["machine_id"])))
         else:
-            row.update(_cpu_prediction(row, host))
+            row.update(_cpu_prediction(row, first, host, terms))
         rows.append(_finish(row))
     return pd.DataFrame(rows, columns=list(DECODE_COLUMNS))
 
@@ -201,17 +240,24 @@ def calibrated_bandwidths(matvec: pd.DataFrame) -> dict[str, float]:
     return result
 
 
-def summary_section(frame: pd.DataFrame) -> list[str]:
-    """The decode-step lines of the terminal summary; empty when ``frame`` holds no decode-step case."""
-    table = decode_table(frame)
+def summary_section(frame: pd.DataFrame, host_fits: pd.DataFrame | None = None) -> list[str]:
+    """The decode-step lines of the terminal summary (with the CPU's per-op costs and overhead floor,
+    ``analysis.ops``); empty when ``frame`` holds none of these cases. ``host_fits`` defaults to
+    ``analysis.host.fit_host(frame)``."""
+    if host_fits is None:
+        host_fits = fit_host(frame)
+    table = decode_table(frame, host_fits=host_fits)
     matvec = matvec_table(frame)
-    if table.empty and matvec.empty:
+    op_machines = set(ops.op_costs(frame)["machine_id"]) | set(ops.floor_table(frame)["machine_id"])
+    if table.empty and matvec.empty and not op_machines:
         return []
+    t0 = dict(zip(host_fits["machine_id"], host_fits["t0_s"], strict=True))
     lines: list[str] = []
-    for machine_id, machine in table.groupby("machine_id", sort=True):
+    for machine_id in sorted(set(table["machine_id"]) | op_machines):
         lines.append(f"Decode step (one token) against bytes/bandwidth + per-op cost — {machine_id}")
-        for device, rows in machine.groupby("device", sort=True):
-            lines.extend(_device_lines(str(device), rows))
+        for device, rows in table[table["machine_id"] == machine_id].groupby("device", sort=True):
+            lines.extend(_cpu_lines(rows) if device == "cpu" else _device_lines(str(device), rows))
+        lines.extend(ops.summary_lines(frame, machine_id, t0.get(machine_id, math.nan)))
     for machine_id, machine in matvec.groupby("machine_id", sort=True):
         lines.append(
             f"GPU matrix-vector kernel alone (FP16, CUDA-event time over K launches / K) — {machine_id}"
@@ -232,9 +278,12 @@ def summary_section(frame: pd.DataFrame) -> list[str]:
     return lines
 
 
-def _cpu_prediction(row: dict[str, object], host: pd.DataFrame | None) -> dict[str, float]:
-    """CPU bounds from the machine's ``fit_host`` row: bytes / best host bandwidth, calls × t0."""
-    machine_id = row["machine_id"]
+def _cpu_prediction(
+    row: dict[str, object], first: pd.Series, host: pd.DataFrame | None, terms: _CpuTerms
+) -> dict[str, object]:
+    """CPU predictions from the machine's ``fit_host`` row and ``terms`` (module docstring): the seed's
+    bounds (bytes / best host bandwidth, calls × t0) and the per-op model, with the floor beside them."""
+    machine_id = str(row["machine_id"])
     if host is None or machine_id not in host.index:
         return {}
     fit = host.loc[machine_id]
@@ -246,7 +295,7 @@ def _cpu_prediction(row: dict[str, object], host: pd.DataFrame | None) -> dict[s
     bandwidth = max(bandwidths)
     work_s = float(row["bytes"]) / bandwidth
     calls_s = row["ops_per_step"] * t0_s
-    return {
+    result: dict[str, object] = {
         "work_s": work_s,
         "per_op_s": t0_s,
         "fixed_s": 0.0,
@@ -254,6 +303,31 @@ def _cpu_prediction(row: dict[str, object], host: pd.DataFrame | None) -> dict[s
         "overlapped_s": max(work_s, calls_s),
         "reference_bytes_per_s": bandwidth,
     }
+    counts = first.get("op_counts")
+    if not isinstance(counts, Mapping):  # saved before the call list was recorded
+        return result
+    same = (terms.attention["machine_id"] == machine_id) & (terms.attention["plan"] == row["plan"])
+    same &= (terms.attention["config"] == row["config"]) & (terms.attention["ctx"] == row["ctx"])
+    attention = terms.attention[same]
+    if attention.empty:  # no attention term: its KV bytes at the bandwidth, its calls at their costs
+        attention_s, attention_bytes, other_s, outside = math.nan, math.nan, work_s, dict(counts)
+    else:
+        term = attention.iloc[0]
+        attention_s, attention_bytes = float(term["attention_s"]), float(term["bytes"])
+        other_s = (float(row["bytes"]) - attention_bytes) / bandwidth
+        outside = ops.subtract_counts(counts, term["op_counts"])
+    op_calls_s, unpriced = ops.price(outside, ops.costs_of(terms.costs, machine_id))
+    floors = terms.floors[(terms.floors["machine_id"] == machine_id) & (terms.floors["plan"] == row["plan"])]
+    floors = floors[[floor == dict(counts) for floor in floors["op_counts"]]]  # the same call list
+    result.update(
+        attention_s=attention_s,
+        attention_bytes=attention_bytes,
+        op_calls_s=op_calls_s,
+        op_model_s=other_s + (0.0 if math.isnan(attention_s) else attention_s) + op_calls_s,
+        unpriced_ops=unpriced,
+        floor_s=float(floors["floor_s"].median()) if not floors.empty else math.nan,
+    )
+    return result
 
 
 def _gpu_prediction(
@@ -365,19 +439,12 @@ def where(row: object) -> str:
 def _device_lines(device: str, rows: pd.DataFrame) -> list[str]:
     """One table per device: the measured step beside its bounds and bandwidth."""
     first = rows.iloc[0]
-    if device == "cuda":
-        head = (
-            f"  GPU, {first['config']}, batch {int(first['batch'])}, ctx {fmt_count(first['ctx'])} "
-            "(work: roofline at the datasheet bandwidth; per op: the launch-cost ladder at the step's "
-            "arguments per kernel where measured, else the 0-argument launch or graph-node slope)"
-        )
-        ops, reference = "kernels", "of spec"
-    else:
-        head = (
-            f"  CPU, {first['config']}, batch {int(first['batch'])}, ctx {fmt_count(first['ctx'])} "
-            "(work: bytes / best measured host bandwidth; per op: fitted numpy t0)"
-        )
-        ops, reference = "numpy calls", "of host"
+    head = (
+        f"  GPU, {first['config']}, batch {int(first['batch'])}, ctx {fmt_count(first['ctx'])} "
+        "(work: roofline at the datasheet bandwidth; per op: the launch-cost ladder at the step's "
+        "arguments per kernel where measured, else the 0-argument launch or graph-node slope)"
+    )
+    n_ops, reference = "kernels", "of spec"
     cells = []
     for row in rows.itertuples(index=False):
         mode = row.mode if isinstance(row.mode, str) else "-"
@@ -397,19 +464,15 @@ def _device_lines(device: str, rows: pd.DataFrame) -> list[str]:
                 _fraction(row.bandwidth_fraction),
             ]
         )
-    headers = ["plan", "mode", ops, "bytes", "measured", "work", "per op", "overlapped", "serial"]
+    headers = ["plan", "mode", n_ops, "bytes", "measured", "work", "per op", "overlapped", "serial"]
     headers += ["where", "achieved", reference]
     lines = [head, *(f"    {line}" for line in format_table(headers, cells).splitlines())]
     if device == "cuda":
         lines.extend(_calibrated_lines(rows))
     if rows["serial_s"].isna().any():
-        needed = (
-            "launch suite (test_cuda_launch.py)"
-            if device == "cuda"
-            else "CPU suite (ufunc_size, host_bandwidth)"
-        )
         lines.append(
-            f"    no prediction: the per-op cost and bandwidth come from the {needed} of the same machine"
+            "    no prediction: the per-op cost and bandwidth come from the launch suite "
+            "(test_cuda_launch.py) of the same machine"
         )
     return lines
 
@@ -451,6 +514,88 @@ def _calibrated_lines(rows: pd.DataFrame) -> list[str]:
         )
     headers = ["plan", "mode", "measured", "work", "overlapped", "serial", "where", "per op from"]
     return [head, *(f"    {line}" for line in format_table(headers, cells).splitlines())]
+
+
+def _cpu_lines(rows: pd.DataFrame) -> list[str]:
+    """The CPU step against the seed's model, then against the per-op model with the floor beside it."""
+    first = rows.iloc[0]
+    lines = [
+        f"  CPU, {first['config']}, batch {int(first['batch'])}, ctx {fmt_count(first['ctx'])}: every time "
+        "is its case's fastest round (min), as t0 and the host bandwidths are",
+        "    seed's model: work = bytes / best measured host bandwidth, + numpy calls × t0 (fitted np.add)",
+    ]
+    cells = [
+        [
+            str(row.plan),
+            fmt_count(row.ops_per_step),
+            fmt_bytes(row.bytes),
+            fmt_time(row.measured_s),
+            _time(row.work_s),
+            _time(row.serial_s - row.work_s),
+            _time(row.serial_s),
+            _ratio(row.measured_s, row.serial_s),
+            fmt_rate(row.achieved_bytes_per_s),
+            _fraction(row.bandwidth_fraction),
+        ]
+        for row in rows.itertuples(index=False)
+    ]
+    headers = ["plan", "numpy calls", "bytes", "measured", "work", "calls × t0", "seed's model"]
+    headers += ["measured ÷ model", "achieved", "of host"]
+    lines.extend(f"    {line}" for line in format_table(headers, cells).splitlines())
+    if rows["serial_s"].isna().all():
+        lines.append(
+            "    no prediction: t0 and the bandwidth come from the CPU suite (ufunc_size, host_bandwidth) "
+            "of the same machine"
+        )
+        return lines
+    if rows["op_model_s"].isna().all() and rows["unpriced_ops"].isna().all():
+        lines.append("    no per-op model: the run holds no call list (op_counts) of the step")
+        return lines
+    lines.append(
+        "    per-op model: (bytes − KV cache) / that bandwidth, + attention (its ops measured alone), + the "
+        "other calls × their op's measured fixed cost"
+    )
+    cells = [
+        [
+            str(row.plan),
+            _time(row.op_model_s - row.op_calls_s - _or_zero(row.attention_s)),
+            _time(row.attention_s),
+            _rate(row.attention_bytes, row.attention_s),
+            _time(row.op_calls_s),
+            _time(row.op_model_s),
+            _ratio(row.measured_s, row.op_model_s),
+            _time(row.floor_s),
+        ]
+        for row in rows.itertuples(index=False)
+    ]
+    headers = ["plan", "(bytes − KV) / bw", "attention", "KV / attention", "other calls", "per-op model"]
+    headers += ["measured ÷ model", "floor"]
+    lines.extend(f"    {line}" for line in format_table(headers, cells).splitlines())
+    lines.append(
+        "    left out: the Python work between the calls (the floor holds it, below); activations (in cache)"
+    )
+    if rows["attention_s"].isna().any():
+        lines.append(
+            "    attention: not measured in this run: its KV bytes at the bandwidth, its calls at their cost"
+        )
+    for row in rows.itertuples(index=False):
+        if isinstance(row.unpriced_ops, tuple) and row.unpriced_ops:
+            lines.append(
+                f"    {row.plan}: no measured cost for {', '.join(row.unpriced_ops)}: no per-op model"
+            )
+    return lines
+
+
+def _or_zero(seconds: float) -> float:
+    return seconds if math.isfinite(seconds) else 0.0
+
+
+def _ratio(measured: float, predicted: float) -> str:
+    return f"{measured / predicted:.2f}×" if math.isfinite(predicted) and predicted > 0 else "n/a"
+
+
+def _rate(n_bytes: float, seconds: float) -> str:
+    return fmt_rate(n_bytes / seconds) if math.isfinite(seconds) and seconds > 0 else "n/a"
 
 
 def _time(seconds: float) -> str:

@@ -328,6 +328,8 @@ def _bandwidths(rows: pd.DataFrame) -> tuple[dict[str, float], list[str]]:
     set_aside = []
     for op in BANDWIDTH_OPS:
         cases = rows[rows["op"] == op]
+        if cases.empty:
+            continue
         rates = cases["bytes"] / cases[STATISTIC]
         usable = np.isfinite(rates) & (rates > 0)
         if not usable.all():

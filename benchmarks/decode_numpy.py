@@ -3,12 +3,15 @@
 The seed's demo 2 counts kernels per decode step (unfused: 12 per layer + 3; fused: 8 per layer + 3) and
 charges each a fixed launch cost. On a CPU the same step is a sequence of numpy calls, each with its own fixed
 cost (t0): this module runs that step for real, so a laptop shows where a real step falls between
-"bytes / bandwidth" and "bytes / bandwidth + calls × t0".
+"bytes / bandwidth" and "bytes / bandwidth + calls × t0". Its call list, op by op (``op_identity``,
+``CallCounter``), is what the per-op model prices with each op's measured fixed cost
+(``benchmarks/test_numpy_ops.py``), since those costs differ by 16× from op to op.
 
 Also here, because the GPU step (``benchmarks/decode_cuda.py``) and the tests share them: the weight layout
 (``DecodeWeights``), the KV cache (``KVCache``), their random contents (``draw_weights`` and
 ``draw_kv_cache``: one layout, scaling and draw order for numpy and CuPy), RoPE's angles, and a float64
-reference forward (``reference_logits``) that every plan, on every device, is checked against.
+reference forward (``reference_logits``) that every plan, on every device, is checked against
+(``reference_error``; on the CPU at the benchmark's own shapes by ``check_against_reference``).
 
 Conventions of the step (the reference defines them):
 
@@ -27,7 +30,8 @@ Conventions of the step (the reference defines them):
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -55,8 +59,17 @@ ROPE_THETA = 500_000.0
 RMS_EPS = 1e-5
 #: Seed of the random weights and cache of the benchmarks.
 SEED = 0
+#: A float32 step's logits lie within this fraction of the float64 reference's RMS
+#: (``check_against_reference``). Measured on the benchmark's step (tiny-llama-4L-1024, ctx 1,024, tokens 123
+#: and 1,234, both plans): a correct step 5.3e-6 to 6.2e-6; defects planted in the unfused plan: 0.24 with no
+#: KV write (the position holding an older random entry; NaN logits with the check's poisoning), 4.3 with no
+#: SiLU (act = gate·up), 5.2 to 5.5 with no RoPE, 31 with no residual add. 1e-3 lies near the geometric
+#: middle of 6.2e-6 and 0.24 (1.2e-3): 160× the rounding of a correct step and 1/240 of the smallest defect.
+REFERENCE_TOLERANCE = 1e-3
 
 PLANS: dict[str, KernelPlan] = {UNFUSED.name: UNFUSED, FUSED.name: FUSED}
+#: The seed's name of the attention kernel (``model.launch``): its op is timed on its own on the CPU.
+ATTENTION = "attention"
 
 Array = Any  # a numpy or CuPy array: the containers below hold either
 
@@ -222,6 +235,13 @@ def reference_logits(weights: DecodeWeights, cache: KVCache, token: int) -> np.n
     return _as64(weights.embedding) @ _rmsnorm64(h, weights.final_norm)
 
 
+def reference_error(logits: Array, reference: np.ndarray) -> float:
+    """max |logits − reference| over the reference's RMS (a fraction; NaN or inf when ``logits`` are not
+    finite). Logits of any float type, numpy or copied from a device."""
+    rms = float(np.sqrt(np.mean(np.square(reference, dtype=np.float64))))
+    return float(np.abs(np.asarray(logits, dtype=np.float64) - reference).max()) / rms
+
+
 # ------------------------------------------------------------------------------------------------------------
 # The numpy step
 # ------------------------------------------------------------------------------------------------------------
@@ -245,37 +265,72 @@ class Op:
         return sum(array.nbytes for array in self.reads)
 
 
+def op_identity(function: str, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> str:
+    """The op a numpy call counts as: ``"np.<function>(<argument classes>)"``, e.g.
+    ``"np.max(3d, axis, keepdims, out=3d)"`` or ``"np.multiply(2d strided, 1d, out=2d strided)"``.
+
+    A positional argument's class is ``"scalar"`` (a Python or numpy scalar) or ``"<ndim>d"``, with
+    ``" strided"`` added for an array that is not C-contiguous; keyword arguments follow in alphabetical
+    order, an array one as ``key=<class>``, any other by its name alone. These are what set a call's fixed
+    cost (the decode step's calls on a 2-vCPU EPYC VM: ``multiply`` by a scalar 0.66 µs against 0.37 µs by a
+    1-D array; a strided or broadcast 2-D ``multiply`` 0.87–0.99 µs against 0.37 µs contiguous; reductions
+    with ``axis`` and ``out`` 2.0–2.4 µs); sizes are not part of it, so a tiny model's step has the ops of a
+    large one. Whether ``out`` is also an input (in place) is not part of it either: it changed no cost
+    beyond the noise there.
+    """
+    classes = [_argument_class(value) for value in args]
+    classes += [
+        f"{key}={_argument_class(value)}" if isinstance(value, np.ndarray) else key
+        for key, value in sorted(kwargs.items())
+    ]
+    return f"np.{function}({', '.join(classes)})"
+
+
+def _argument_class(value: Any) -> str:
+    if not isinstance(value, np.ndarray):
+        return "scalar"
+    return f"{value.ndim}d" if value.flags.c_contiguous else f"{value.ndim}d strided"
+
+
 class CallCounter:
     """Stands in for the numpy module and counts calls: ``xp.add(...)`` calls ``numpy.add`` and adds one.
 
     The plans call numpy only through their ``xp`` argument, so running a step once with a counter counts
-    exactly the numpy calls the timed step (run with ``xp = numpy``) makes.
+    exactly the numpy calls the timed step (run with ``xp = numpy``) makes: ``calls`` in all, ``op_counts``
+    by op (``op_identity``), which is the step's call list as the per-op cost model needs it.
     """
 
     def __init__(self) -> None:
         self.calls = 0
+        self.op_counts: Counter[str] = Counter()
 
     def __getattr__(self, name: str) -> Callable[..., Any]:
         function = getattr(np, name)
 
         def counted(*args: Any, **kwargs: Any) -> Any:
-            self.calls += 1
+            self.count(name, args, kwargs)
             return function(*args, **kwargs)
 
         return counted
+
+    def count(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        """Count one call of ``numpy.<name>`` (before it runs: ``args`` hold the values it is called with)."""
+        self.calls += 1
+        self.op_counts[op_identity(name, args, kwargs)] += 1
 
 
 @dataclass(frozen=True)
 class NumpyDecodeStep:
     """A decode step as an ordered list of ops (``layers`` then ``tail``), with its preallocated output.
 
-    ``run()`` executes one step; afterwards ``logits`` ([vocab], float32) and ``next_token`` (0-d, the argmax)
-    hold its result.
+    ``run()`` executes one step, which writes position ``ctx - 1`` of ``cache``; afterwards ``logits``
+    ([vocab], float32) and ``next_token`` (0-d, the argmax) hold its result.
     """
 
     plan: str
     cfg: ModelConfig
     ctx: int
+    cache: KVCache
     layers: tuple[tuple[Op, ...], ...]
     tail: tuple[Op, ...]
     logits: np.ndarray
@@ -291,16 +346,23 @@ class NumpyDecodeStep:
         """Bytes of weights and KV cache one step reads: the sum over its ops."""
         return sum(op.bytes_read for op in self.ops)
 
-    def run(self, xp: Any = np) -> None:
-        """Run one step, calling numpy through ``xp``."""
-        for op in self.ops:
+    @property
+    def attention_ops(self) -> tuple[Op, ...]:
+        """The attention op of every layer, in execution order."""
+        return tuple(op for op in self.ops if op.name == ATTENTION)
+
+    def run(self, xp: Any = np, ops: tuple[Op, ...] | None = None) -> None:
+        """Run one step (or only ``ops``, some of its ops, in the order given), calling numpy through
+        ``xp``."""
+        for op in self.ops if ops is None else ops:
             op.body(xp)
 
-    def count_calls(self) -> int:
-        """Run one step through a ``CallCounter`` and return the numpy calls it made."""
+    def count_calls(self, ops: tuple[Op, ...] | None = None) -> CallCounter:
+        """Run one step (or only ``ops``) through a ``CallCounter`` and return it: the numpy calls made, in
+        all and by op."""
         counter = CallCounter()
-        self.run(counter)
-        return counter.calls
+        self.run(counter, ops)
+        return counter
 
 
 def build_numpy_step(plan: str, weights: DecodeWeights, cache: KVCache, token: int) -> NumpyDecodeStep:
@@ -436,7 +498,7 @@ def build_numpy_step(plan: str, weights: DecodeWeights, cache: KVCache, token: i
             xp.add(h, o, out=h)
 
         norm_reads = (*first_reads, lw.attn_norm)
-        attention_op = Op("attention", lambda xp: attention(xp, keys, values, fused), (keys, values))
+        attention_op = Op(ATTENTION, lambda xp: attention(xp, keys, values, fused), (keys, values))
         out_proj = Op("output projection", lambda xp: xp.matmul(lw.wo, attn, out=o), (lw.wo,))
         down = Op("down projection", lambda xp: xp.matmul(lw.wd, act, out=o), (lw.wd,))
         if fused:
@@ -480,5 +542,37 @@ def build_numpy_step(plan: str, weights: DecodeWeights, cache: KVCache, token: i
         for index, (lw, keys, values) in enumerate(zip(weights.layers, cache.keys, cache.values, strict=True))
     )
     return NumpyDecodeStep(
-        plan=plan, cfg=cfg, ctx=ctx, layers=layers, tail=tail, logits=logits, next_token=next_token
+        plan=plan,
+        cfg=cfg,
+        ctx=ctx,
+        cache=cache,
+        layers=layers,
+        tail=tail,
+        logits=logits,
+        next_token=next_token,
     )
+
+
+def check_against_reference(
+    step: NumpyDecodeStep, reference: np.ndarray, tolerance: float = REFERENCE_TOLERANCE
+) -> float:
+    """Run ``step`` once and require its logits within ``tolerance`` × RMS of ``reference``
+    (``reference_logits`` of the step's weights, cache and token); return the error as that fraction.
+
+    The position the step writes in its cache is set to NaN first, so a step that does not write its key
+    and value (or writes them elsewhere) reads NaN instead of an earlier step's correct entries, and fails.
+    Raises ``AssertionError`` naming the plan, the shape and the error figure.
+    """
+    pos = step.ctx - 1
+    for keys, values in zip(step.cache.keys, step.cache.values, strict=True):
+        keys[:, pos] = np.nan
+        values[:, pos] = np.nan
+    step.run()
+    error = reference_error(step.logits, reference)
+    if not error <= tolerance:
+        what = "non-finite logits" if not math.isfinite(error) else f"error {error:.3g} × the reference's RMS"
+        raise AssertionError(
+            f"{step.plan} step of {step.cfg.name}, ctx {step.ctx:,}: {what} against the float64 reference "
+            f"(tolerance {tolerance:g})"
+        )
+    return error

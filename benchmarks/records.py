@@ -13,10 +13,12 @@ SUITE = "launchbench"
 #: key -> meaning; README.md's "Data contract" table is this mapping.
 CONTRACT: Mapping[str, str] = {
     "suite": 'always "launchbench": tells our cases from other suites\' in mixed storage',
-    "case": "the family: ufunc_size, many_vs_one, host_bandwidth, launch_batch, launch_sync_each, "
-    "graph_replay, spin, enqueue, sync, launch_args, decode_step",
+    "case": "the family: ufunc_size, many_vs_one, host_bandwidth, numpy_op, launch_batch, launch_sync_each, "
+    "graph_replay, spin, enqueue, sync, launch_args, decode_step, decode_floor",
     "device": 'where the work runs: "cpu" or "cuda"',
-    "op": 'the operation timed, e.g. "np.add", "copy", "triad", "empty_kernel"',
+    "op": 'the operation timed, e.g. "np.add", "copy", "triad", "empty_kernel", "decode_step", "attention"; '
+    "a numpy_op case: the op identity of benchmarks.decode_numpy.op_identity, "
+    '"np.<function>(<argument classes>)", e.g. "np.max(3d, axis, keepdims, out=3d)"',
     "dtype": 'element type, e.g. "float32"',
     "n": "elements per call",
     "pieces": "calls per timed round (many small vs one big)",
@@ -43,6 +45,8 @@ CONTRACT: Mapping[str, str] = {
     "spun, as ns by the run's clock calibration (run record fact gpu.spin_clock)",
     "achieved_timer_ns": "spin kernels: mean over the same kernels of the %globaltimer ns around each spin "
     "(each reading is whole timer steps; the mean resolves less than one)",
+    "op_counts": "numpy calls per timed call by op (a mapping op identity -> count, as numpy_op's op); "
+    "its counts sum to n_calls",
 }
 
 

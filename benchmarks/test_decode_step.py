@@ -9,11 +9,18 @@ alone on each weight shape of Llama-3.2-1B (``op="matvec"``), to see its bandwid
 
 Each timed call is one whole step (ending with a synchronise on the GPU). ``bytes`` is what one step reads
 from memory: weights and KV cache, summed over the ops that stream them. Results are checked once outside
-the timing: logits finite, equal across plans (and modes), unchanged by the timed repetitions; on the GPU
-each plan and mode first against a float32 reference of the same weights at the benchmark's own shapes
-(``decode_cuda.reference_logits_fp32``; the error, as a fraction of the logits' RMS, is a fact of the run:
-``gpu.decode_reference_error.<plan>.<mode>``). Prediction and comparison with the model happen in
-``analysis/decode.py``.
+the timing: logits finite, equal across plans (and modes), unchanged by the timed repetitions. Prediction
+and comparison with the model happen in ``analysis/decode.py``.
+
+CPU specifics: before timing, each plan's step is checked against the float64 reference at its own shapes
+(``decode_numpy.check_against_reference``: the position it writes is poisoned with NaN first, the logits
+must lie within 1e-3 × the reference's RMS); ``op_counts`` is its call list by op, which the per-op model
+prices with ``test_numpy_ops.py``'s costs. ``op="attention"`` times the step's attention ops alone, every
+layer's, after an untimed step each round: the per-op model's measured attention term.
+
+GPU specifics: each plan and mode is first checked against a float32 reference of the same weights at the
+benchmark's own shapes (``decode_cuda.reference_logits_fp32``; the error, as a fraction of the logits' RMS,
+is a fact of the run: ``gpu.decode_reference_error.<plan>.<mode>``).
 """
 
 from __future__ import annotations
@@ -35,8 +42,10 @@ from benchmarks.decode_numpy import (
     TINY_LLAMA_4L,
     NumpyDecodeStep,
     build_numpy_step,
+    check_against_reference,
     random_kv_cache,
     random_weights,
+    reference_logits,
 )
 from benchmarks.records import record
 from benchmarks.run_record import record_fact
@@ -53,6 +62,8 @@ CTX = 1_024
 TOKEN = 1_234
 #: Logits of the float32 plans agree to this fraction of their RMS (they differ only in summation order).
 FP32_PLAN_TOLERANCE = 1e-4
+#: CPU attention term: rounds (each after an untimed whole step), full and --quick.
+ATTENTION_ROUNDS, QUICK_ATTENTION_ROUNDS = 30, 8
 #: Logits of the FP16 GPU plans and modes agree to this fraction of their RMS.
 FP16_PLAN_TOLERANCE = 1e-2
 #: The FP16 GPU step's logits lie within this fraction of their RMS of the float32 reference of the same
@@ -97,6 +108,7 @@ def _record_step(
     dtype: str,
     mode: str | None = None,
     n_calls: int | None = None,
+    op_counts: dict[str, int] | None = None,
     n_kernels: int | None = None,
     spec_bytes_per_s: float | None = None,
     gpu_time_s: float | None = None,
@@ -112,6 +124,7 @@ def _record_step(
         plan=step.plan,
         mode=mode,
         n_calls=n_calls,
+        op_counts=op_counts,
         n_kernels=n_kernels,
         bytes=step.bytes_per_step,
         spec_bytes_per_s=spec_bytes_per_s,
@@ -129,33 +142,76 @@ def _record_step(
 
 @dataclass(frozen=True)
 class _CpuModel:
-    steps: dict[str, NumpyDecodeStep]
-    logits: dict[str, np.ndarray]  # of one untimed step per plan
+    steps: dict[str, NumpyDecodeStep]  # both plans, on one set of weights and one cache
+    reference: np.ndarray  # float64 logits of the step (reference_logits)
 
 
 @pytest.fixture(scope="module")
 def cpu_model() -> _CpuModel:
-    """Random weights and cache (seeded), both plans built and run once, their logits kept."""
+    """Random weights and cache (seeded), both plans built, and the float64 reference logits (≈ 1 s)."""
     weights = random_weights(TINY_LLAMA_4L)
     cache = random_kv_cache(TINY_LLAMA_4L, CTX)
     steps = {plan: build_numpy_step(plan, weights, cache, TOKEN) for plan in PLANS}
-    logits = {}
-    for plan, step in steps.items():
-        step.run()
-        logits[plan] = step.logits.copy()
-    return _CpuModel(steps=steps, logits=logits)
+    return _CpuModel(steps=steps, reference=reference_logits(weights, cache, TOKEN))
 
 
 @pytest.mark.benchmark(group="decode_step cpu")
 @pytest.mark.parametrize("plan", list(PLANS))
-def test_cpu_decode_step(benchmark: Any, cpu_model: _CpuModel, plan: str) -> None:
+def test_cpu_decode_step(
+    benchmark: Any, cpu_model: _CpuModel, request: pytest.FixtureRequest, plan: str
+) -> None:
+    """The step, checked against the float64 reference at its own shapes (the error, a fraction of the
+    reference's RMS, saved as a fact of the run), then timed; its logits must not change over the timed
+    repetitions."""
     step = cpu_model.steps[plan]
-    first = next(iter(PLANS))
-    _assert_close(cpu_model.logits[plan], cpu_model.logits[first], FP32_PLAN_TOLERANCE, f"{plan} vs {first}")
-    n_calls = step.count_calls()
+    error = check_against_reference(step, cpu_model.reference)
+    record_fact(request.config, f"cpu.decode_step.reference_error.{plan}", error)
+    checked = step.logits.copy()
+    counter = step.count_calls()
     benchmark(step.run)
-    _assert_close(step.logits, cpu_model.logits[plan], FP32_PLAN_TOLERANCE, f"{plan} after timing")
-    _record_step(benchmark, step, device="cpu", dtype="float32", n_calls=n_calls)
+    _assert_close(step.logits, checked, FP32_PLAN_TOLERANCE, f"{plan} after timing")
+    _record_step(
+        benchmark,
+        step,
+        device="cpu",
+        dtype="float32",
+        n_calls=counter.calls,
+        op_counts=dict(counter.op_counts),
+    )
+
+
+@pytest.mark.benchmark(group="decode_step cpu attention")
+@pytest.mark.parametrize("plan", list(PLANS))
+def test_cpu_attention(
+    benchmark: Any, cpu_model: _CpuModel, request: pytest.FixtureRequest, plan: str
+) -> None:
+    """The step's attention ops alone, every layer's, at the step's shapes: the per-op model's measured
+    attention term. Batched products of a few query rows (the GQA group) with the cache stream its 8.4 MB
+    far below the host bandwidth, so bytes / bandwidth does not describe them.
+
+    Each round first runs the whole step, untimed, so the cache is read from where the step finds it (the
+    hundreds of MB of weights read since evict it) and q holds a real step's values; the attention ops only
+    read the cache and q, so the step is still correct afterwards (checked)."""
+    step = cpu_model.steps[plan]
+    ops = step.attention_ops
+    counter = step.count_calls(ops)
+    rounds = QUICK_ATTENTION_ROUNDS if request.config.getoption("quick") else ATTENTION_ROUNDS
+    benchmark.pedantic(step.run, kwargs={"ops": ops}, setup=step.run, rounds=rounds, iterations=1)
+    check_against_reference(step, cpu_model.reference)
+    record(
+        benchmark,
+        case="decode_step",
+        device="cpu",
+        op="attention",
+        dtype="float32",
+        plan=plan,
+        n_calls=counter.calls,
+        op_counts=dict(counter.op_counts),
+        bytes=sum(op.bytes_read for op in ops),
+        config=step.cfg.name,
+        batch=1,
+        ctx=step.ctx,
+    )
 
 
 # ------------------------------------------------------------------------------------------------------------

@@ -23,6 +23,7 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
+from benchmarks.budget import timing_mark
 from benchmarks.provenance import collect_caches
 from benchmarks.records import record
 
@@ -48,17 +49,10 @@ PIECES = tuple(2**k for k in range(11))
 QUICK_PIECES = (1, 16, 128, 1_024)
 VARIANTS = ("views", "slices")
 
-#: pytest-benchmark's own defaults for --benchmark-max-time / --benchmark-min-time; while an option has its
-#: default, this module sets the budget below instead, so an explicit value on the command line still wins.
-PB_DEFAULT_MAX_TIME_S = 1.0
-PB_DEFAULT_MIN_TIME_S = 5e-6
-#: Seconds of rounds per case: about 250 rounds (stable minimum and median); the full run stays < 1 min.
+#: Seconds of rounds per case (``benchmarks/budget.py``): about 250 rounds of at least 2 ms (stable minimum
+#: and median); the full run stays < 1 min.
 MAX_TIME_S = 0.5
 QUICK_MAX_TIME_S = 0.1
-#: Seconds per round at least: the timer's own cost and jitter stay out of the per-call figure, and the saved
-#: raw samples (one per round) stay few: about 10,000 per full run, so 1,000 saved runs with raw samples
-#: load, fit and report in seconds (README, "Scale").
-ROUND_MIN_TIME_S = 2e-3
 
 _SEED = 20_240_605
 
@@ -80,6 +74,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     """Parametrise the cases: the full sweep, or fewer sizes, pieces and seconds under ``--quick``."""
     config = metafunc.config
     quick = config.getoption("quick")
+    max_time_s = QUICK_MAX_TIME_S if quick else MAX_TIME_S
     if metafunc.definition.name == "test_ufunc_size":
         info: dict[str, object] = {}
         collect_caches(info)
@@ -88,7 +83,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         if extra is not None:
             sizes.append(extra)
         group = "ufunc_size: np.add(a, a, out=o) float32; id n<elements>-x<calls per timed call>"
-        mark = _timing_mark(config, quick, group=group)
+        mark = timing_mark(config, group, max_time_s)
         metafunc.parametrize("n", [pytest.param(n, id=case_id(n), marks=mark) for n in sizes])
     elif metafunc.definition.name == "test_many_vs_one":
         params = [
@@ -96,23 +91,12 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
                 pieces,
                 variant,
                 id=f"{variant}-pieces{pieces}",
-                marks=_timing_mark(config, quick, group=f"many_vs_one: {MANY_TOTAL:,} float32 ({variant})"),
+                marks=timing_mark(config, f"many_vs_one: {MANY_TOTAL:,} float32 ({variant})", max_time_s),
             )
             for variant in VARIANTS
             for pieces in (QUICK_PIECES if quick else PIECES)
         ]
         metafunc.parametrize(("pieces", "variant"), params)
-
-
-def _timing_mark(config: pytest.Config, quick: bool, group: str) -> pytest.MarkDecorator:
-    """Return the ``benchmark`` mark of one case: its table group and the suite's time budget, except where
-    the command line set ``--benchmark-max-time`` / ``--benchmark-min-time`` itself."""
-    options: dict[str, object] = {"group": group}
-    if float(config.getoption("benchmark_max_time")) == PB_DEFAULT_MAX_TIME_S:
-        options["max_time"] = QUICK_MAX_TIME_S if quick else MAX_TIME_S
-    if float(config.getoption("benchmark_min_time")) == PB_DEFAULT_MIN_TIME_S:
-        options["min_time"] = ROUND_MIN_TIME_S
-    return pytest.mark.benchmark(**options)
 
 
 def _operands(n: int) -> tuple[np.ndarray, np.ndarray]:

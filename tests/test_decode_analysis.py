@@ -1,16 +1,22 @@
-"""``analysis/decode.py`` on synthetic frames: predicted bounds equal the model's, positions, bandwidths."""
+"""``analysis/decode.py`` and ``analysis/ops.py``: on synthetic frames, predicted bounds equal the model's,
+positions, bandwidths, the per-op model; on real saved runs (tests/data), what older runs and the loader
+give."""
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
+from pathlib import Path
 
 import pandas as pd
 import pytest
 
+from analysis import ops
 from analysis.decode import DECODE_COLUMNS, decode_table, matvec_table, summary_section
 from analysis.host import HOST_COLUMNS
 from analysis.launch import FIT_COLUMNS
+from analysis.load import load_runs
 from model.hardware import H200
 from model.launch import FUSED, UNFUSED, compose, compose_graph
 from model.llm import LLAMA32_1B
@@ -40,11 +46,13 @@ def _gpu_step(plan, mode: str, median_s: float) -> dict[str, object]:
         "config": LLAMA32_1B.name,
         "batch": 1,
         "ctx": CTX,
+        "min": 0.8 * median_s,
         "median": median_s,
     }
 
 
-def _cpu_step(plan: str, n_calls: int, median_s: float) -> dict[str, object]:
+def _cpu_step(plan: str, n_calls: int, fastest_s: float, **extra: object) -> dict[str, object]:
+    """A CPU decode step row: fastest round ``fastest_s``, median 1.5× that (other work on the machine)."""
     return {
         "machine_id": CPU_MACHINE,
         "gpu_name": None,
@@ -57,7 +65,9 @@ def _cpu_step(plan: str, n_calls: int, median_s: float) -> dict[str, object]:
         "config": "tiny-llama-4L-1024",
         "batch": 1,
         "ctx": CTX,
-        "median": median_s,
+        "min": fastest_s,
+        "median": 1.5 * fastest_s,
+        **extra,
     }
 
 
@@ -307,3 +317,142 @@ def test_a_run_without_matvec_has_no_calibrated_roofline() -> None:
     table = decode_table(_steps_with_args(), host_fits=_host_fits(), launch_fits=_ladder_fits())
     assert table["calibrated_work_s"].isna().all()
     assert "calibrated roofline" not in "\n".join(summary_section(_steps_with_args()))
+
+
+# --- the CPU's per-op model, the overhead floor, one statistic (synthetic frames, labelled as such) ---
+
+OP_COSTS_S = {"np.matmul(2d, 1d, out=1d)": 0.9e-6, "np.add(1d, 1d, out=1d)": 0.4e-6, "np.max(3d, axis)": 2e-6}
+STEP_COUNTS = {"np.matmul(2d, 1d, out=1d)": 30, "np.add(1d, 1d, out=1d)": 20, "np.max(3d, axis)": 4}
+ATTENTION_COUNTS = {"np.max(3d, axis)": 4, "np.add(1d, 1d, out=1d)": 4}
+KV_BYTES, ATTENTION_S, FLOOR_S = 8_388_608, 1.2e-3, 130e-6
+
+
+def _cpu_case(case: str, op: str, fastest_s: float, **coords: object) -> dict[str, object]:
+    return {"machine_id": CPU_MACHINE, "case": case, "device": "cpu", "op": op, "min": fastest_s} | coords
+
+
+def _per_op_frame(*, attention: bool = True, costs: dict[str, float] = OP_COSTS_S) -> pd.DataFrame:
+    """Synthetic: the unfused step with its call list, each op's cost, the attention term and the floor."""
+    calls = sum(STEP_COUNTS.values())
+    rows = [_cpu_step("unfused", calls, 20e-3, op_counts=dict(STEP_COUNTS))]
+    rows += [_cpu_case("numpy_op", op, 64 * cost, n_calls=64) for op, cost in costs.items()]
+    floor = {
+        "plan": "unfused",
+        "config": "floor-4L",
+        "ctx": 16,
+        "n_calls": calls,
+        "op_counts": dict(STEP_COUNTS),
+    }
+    rows.append(_cpu_case("decode_floor", "decode_step", FLOOR_S, **floor))
+    if attention:
+        coords = {"plan": "unfused", "config": "tiny-llama-4L-1024", "ctx": CTX, "bytes": KV_BYTES}
+        rows.append(
+            _cpu_case(
+                "decode_step", "attention", ATTENTION_S, n_calls=8, op_counts=ATTENTION_COUNTS, **coords
+            )
+        )
+    return pd.DataFrame(rows)
+
+
+def test_cpu_per_op_model_prices_the_actual_call_list() -> None:
+    row = _row(decode_table(_per_op_frame(), host_fits=_host_fits()), "unfused", "cpu")
+    outside = 30 * OP_COSTS_S["np.matmul(2d, 1d, out=1d)"] + 16 * OP_COSTS_S["np.add(1d, 1d, out=1d)"]
+    assert row["op_calls_s"] == pytest.approx(outside)  # attention's calls are in its own term
+    assert row["attention_s"] == ATTENTION_S and row["attention_bytes"] == KV_BYTES
+    expected = (CPU_BYTES - KV_BYTES) / TRIAD_BPS + ATTENTION_S + outside
+    assert row["op_model_s"] == pytest.approx(expected)
+    assert row["serial_s"] == pytest.approx(CPU_BYTES / TRIAD_BPS + 54 * T0_S)  # the seed's model beside it
+    assert row["floor_s"] == FLOOR_S and row["unpriced_ops"] == ()
+
+
+def test_cpu_step_is_held_against_its_fastest_round_and_the_gpu_against_its_median() -> None:
+    """Issue 10: predictions from best-case figures (t0, best bandwidth) never against a median step."""
+    table = decode_table(_steps(), host_fits=_host_fits(), launch_fits=_launch_fits())
+    cpu, gpu = _row(table, "unfused", "cpu"), _row(table, "unfused", "cuda")
+    assert (cpu["statistic"], cpu["measured_s"]) == ("min", 40e-3)  # its median is 60 ms
+    assert (gpu["statistic"], gpu["measured_s"]) == ("median", 1.5e-3)
+    frame = _per_op_frame()
+    row = _row(decode_table(frame, host_fits=_host_fits()), "unfused", "cpu")
+    lines = summary_section(frame, host_fits=_host_fits())
+    assert any("every time is its case's fastest round (min)" in line for line in lines)
+    for model in ("serial_s", "op_model_s"):  # each model's ratio, on the fastest round (20 ms)
+        ratio = f"{20e-3 / row[model]:.2f}×"
+        assert any(line.lstrip().startswith("unfused") and ratio in line for line in lines), ratio
+
+
+def test_without_an_attention_term_its_bytes_go_at_the_bandwidth_and_the_summary_says_so() -> None:
+    frame = _per_op_frame(attention=False)
+    row = _row(decode_table(frame, host_fits=_host_fits()), "unfused", "cpu")
+    all_calls = sum(count * OP_COSTS_S[op] for op, count in STEP_COUNTS.items())
+    assert math.isnan(row["attention_s"])
+    assert row["op_model_s"] == pytest.approx(CPU_BYTES / TRIAD_BPS + all_calls)
+    lines = summary_section(frame, host_fits=_host_fits())
+    assert any("attention: not measured in this run" in line for line in lines)
+
+
+def test_an_op_without_a_measured_cost_gives_no_per_op_model_and_is_named() -> None:
+    costs = {op: cost for op, cost in OP_COSTS_S.items() if op != "np.matmul(2d, 1d, out=1d)"}
+    frame = _per_op_frame(costs=costs)
+    row = _row(decode_table(frame, host_fits=_host_fits()), "unfused", "cpu")
+    assert math.isnan(row["op_model_s"]) and row["unpriced_ops"] == ("np.matmul(2d, 1d, out=1d)",)
+    lines = summary_section(frame, host_fits=_host_fits())
+    assert any("no measured cost for np.matmul(2d, 1d, out=1d)" in line for line in lines)
+
+
+def test_the_floor_is_paired_by_the_same_call_list_only() -> None:
+    frame = _per_op_frame()
+    other = frame["case"] == "decode_floor"
+    frame.loc[other, "op_counts"] = [{"np.add(1d, 1d, out=1d)": 54}]
+    assert math.isnan(_row(decode_table(frame, host_fits=_host_fits()), "unfused", "cpu")["floor_s"])
+
+
+def test_floor_table_prices_the_floor_both_ways() -> None:
+    floors = ops.floor_table(_per_op_frame(), {CPU_MACHINE: T0_S})
+    (floor,) = floors.itertuples(index=False)
+    priced = sum(count * OP_COSTS_S[op] for op, count in STEP_COUNTS.items())
+    assert floor.op_sum_s == pytest.approx(priced)
+    assert floor.t0_sum_s == pytest.approx(54 * T0_S)
+    assert floor.left_out_s == pytest.approx(FLOOR_S - priced)
+    costs = ops.op_costs(_per_op_frame())
+    assert dict(zip(costs["op"], costs["cost_s"], strict=True)) == pytest.approx(OP_COSTS_S)
+
+
+def test_a_call_list_part_must_be_within_the_whole() -> None:
+    assert ops.subtract_counts(STEP_COUNTS, ATTENTION_COUNTS)["np.max(3d, axis)"] == 0
+    with pytest.raises(ValueError, match=r"np\.exp"):
+        ops.subtract_counts(STEP_COUNTS, {"np.exp(1d, out=1d)": 1})
+
+
+# --- real saved runs (tests/data), altered in the test where said ---
+
+SAVED_RUN = Path(__file__).resolve().parent / "data" / "cpu-2core-epyc-full.json"
+
+
+def test_a_run_saved_before_call_lists_keeps_the_seeds_model_at_its_fastest_round() -> None:
+    frame = load_runs([SAVED_RUN], samples=False).frame
+    table = decode_table(frame)
+    steps = frame[(frame["case"] == "decode_step") & (frame["op"] == "decode_step")].set_index("plan")
+    for row in table.itertuples(index=False):
+        assert row.statistic == "min" and row.measured_s == steps.loc[row.plan, "min"]
+        assert math.isfinite(row.serial_s) and math.isnan(row.op_model_s)
+    assert "    no per-op model: the run holds no call list (op_counts) of the step" in summary_section(frame)
+
+
+def test_a_saved_call_list_loads_as_a_mapping_and_unmeasured_ops_are_named(tmp_path: Path) -> None:
+    """The saved EPYC run with an ``op_counts`` mapping written into its decode steps (as the suite saves it
+    now): the loader keeps the mapping, and with no ``numpy_op`` case in that run every op is unpriced."""
+    doc = json.loads(SAVED_RUN.read_text(encoding="utf-8"))
+    for bench in doc["benchmarks"]:
+        if bench["extra_info"]["case"] == "decode_step":
+            bench["extra_info"]["op_counts"] = dict(STEP_COUNTS)
+    altered = tmp_path / "with-op-counts.json"
+    altered.write_text(json.dumps(doc), encoding="utf-8")
+    loaded = load_runs([altered], samples=False)
+    assert not loaded.problems
+    steps = loaded.frame[loaded.frame["case"] == "decode_step"]
+    assert all(counts == STEP_COUNTS for counts in steps["op_counts"])
+    table = decode_table(loaded.frame)
+    assert all(row.unpriced_ops == tuple(sorted(STEP_COUNTS)) for row in table.itertuples(index=False))
+    assert any(
+        "no measured cost for np.add(1d, 1d, out=1d)" in line for line in summary_section(loaded.frame)
+    )

@@ -2,15 +2,26 @@
 
 from __future__ import annotations
 
+import dataclasses
+from collections import Counter
+from typing import Any
+
 import numpy as np
 import pytest
 
 from benchmarks.decode_numpy import (
+    ATTENTION,
+    REFERENCE_TOLERANCE,
     TINY_LLAMA_4L,
     CallCounter,
+    NumpyDecodeStep,
     build_numpy_step,
+    check_against_reference,
+    draw_weights,
+    op_identity,
     random_kv_cache,
     random_weights,
+    reference_error,
     reference_logits,
 )
 from model.hardware import H100
@@ -80,7 +91,8 @@ def test_counted_run_is_the_timed_run(plan) -> None:
     counter = CallCounter()
     step.run(counter)
     np.testing.assert_array_equal(step.logits, plain)
-    assert counter.calls == step.count_calls() > len(step.ops)
+    assert counter.calls == step.count_calls().calls > len(step.ops)
+    assert counter.op_counts == step.count_calls().op_counts
 
 
 def test_counter_counts_each_call_once() -> None:
@@ -89,6 +101,7 @@ def test_counter_counts_each_call_once() -> None:
     counter.add(np.ones(3), 1.0, out=out)
     counter.multiply(out, out, out=out)
     assert counter.calls == 2
+    assert counter.op_counts == {"np.add(1d, scalar, out=1d)": 1, "np.multiply(1d, 1d, out=1d)": 1}
     np.testing.assert_array_equal(out, [4.0, 4.0, 4.0])
 
 
@@ -99,7 +112,7 @@ def test_calls_grow_linearly_with_layers(plan) -> None:
     counts = {}
     for n_layers in (1, 2, 3):
         cfg = ModelConfig(f"test-{n_layers}L", n_layers, 64, 4, 2, 16, 128, 500, tied=True)
-        counts[n_layers] = _step(plan, cfg, ctx=8).count_calls()
+        counts[n_layers] = _step(plan, cfg, ctx=8).count_calls().calls
     per_layer = counts[2] - counts[1]
     assert counts[3] - counts[2] == per_layer
     assert per_layer >= len(plan.per_layer)  # every op is at least one numpy call
@@ -108,7 +121,7 @@ def test_calls_grow_linearly_with_layers(plan) -> None:
 def test_fused_plan_makes_fewer_calls_and_ops() -> None:
     unfused, fused = _step(UNFUSED), _step(FUSED)
     assert len(fused.ops) < len(unfused.ops)
-    assert fused.count_calls() < unfused.count_calls()
+    assert fused.count_calls().calls < unfused.count_calls().calls
 
 
 def test_rmsnorm_op_is_three_numpy_calls() -> None:
@@ -146,3 +159,153 @@ def test_benchmark_config_is_past_the_last_level_cache() -> None:
 def test_bad_input_is_named(plan: str, token: int, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         build_numpy_step(plan, random_weights(SMALL), random_kv_cache(SMALL, CTX), token)
+
+
+# --- the call list by op ---
+
+
+def test_op_identity_names_function_argument_classes_and_keywords() -> None:
+    matrix = np.ones((4, 6), np.float32)
+    batch = np.ones((2, 3, 4), np.float32)
+    assert (
+        op_identity("matmul", (matrix, matrix[0]), {"out": matrix[:, 0].copy()})
+        == "np.matmul(2d, 1d, out=1d)"
+    )
+    assert op_identity("multiply", (matrix[:, 3:], 2.0), {"out": matrix[:, :3]}) == (
+        "np.multiply(2d strided, scalar, out=2d strided)"
+    )
+    keywords = {"out": batch[..., :1].copy(), "keepdims": True, "axis": -1}  # listed alphabetically
+    assert op_identity("max", (batch,), keywords) == "np.max(3d, axis, keepdims, out=3d)"
+    assert op_identity("matmul", (batch, batch.transpose(0, 2, 1)), {}) == "np.matmul(3d, 3d strided)"
+    assert op_identity("argmax", (matrix[0],), {"out": np.empty((), np.intp)}) == "np.argmax(1d, out=0d)"
+
+
+def test_rmsnorm_op_counts_by_op() -> None:
+    step = _step(UNFUSED)
+    step.run()  # every buffer holds a step's values
+    counter = step.count_calls(step.layers[1][:1])  # layer 1's RMSNorm
+    assert counter.op_counts == {
+        "np.dot(1d, 1d)": 1,
+        "np.multiply(1d, scalar, out=1d)": 1,
+        "np.multiply(1d, 1d, out=1d)": 1,
+    }
+
+
+@pytest.mark.parametrize("plan", PLANS, ids=lambda plan: plan.name)
+def test_op_counts_are_the_call_list_and_do_not_depend_on_sizes(plan) -> None:
+    """The counts by op add up to the calls, and a model of other widths (same layers, no dimension of 1)
+    makes the same call list: op identities hold no sizes."""
+    wide = ModelConfig("test-wide-2L", 2, 96, 6, 3, 16, 160, 300, tied=True)
+    small, other = _step(plan).count_calls(), _step(plan, wide, ctx=11).count_calls()
+    assert sum(small.op_counts.values()) == small.calls
+    assert small.op_counts == other.op_counts
+
+
+@pytest.mark.parametrize("plan", PLANS, ids=lambda plan: plan.name)
+def test_attention_ops_are_one_per_layer_and_count_alone(plan) -> None:
+    step = _step(plan)
+    attention = step.attention_ops
+    assert len(attention) == SMALL.n_layers and {op.name for op in attention} == {ATTENTION}
+    counter = step.count_calls(attention)
+    per_layer = 8 if plan is UNFUSED else 7  # the unfused plan scales the scores in a call of its own
+    assert counter.calls == per_layer * SMALL.n_layers
+    assert counter.op_counts["np.max(3d, axis, keepdims, out=3d)"] == SMALL.n_layers
+    assert (
+        sum(op.bytes_read for op in attention)
+        == 2 * SMALL.n_layers * SMALL.n_kv_heads * CTX * SMALL.d_head * 4
+    )
+
+
+# --- the reference check at the benchmark's shapes ---
+
+
+class _Without:
+    """numpy with one function made a no-op: plants a defect in an op's body."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __getattr__(self, name: str) -> Any:
+        return (lambda *args, **kwargs: None) if name == self.name else getattr(np, name)
+
+
+def _planted(step: NumpyDecodeStep, op_name: str, without: str | None = None) -> NumpyDecodeStep:
+    """``step`` with every op named ``op_name`` left out (``without`` None) or run without one numpy
+    function (e.g. the SiLU op without its division: act = gate·up)."""
+
+    def body(op):
+        if without is None:
+            return lambda xp: None
+        return lambda xp: op.body(_Without(without))
+
+    layers = tuple(
+        tuple(dataclasses.replace(op, body=body(op)) if op.name == op_name else op for op in layer)
+        for layer in step.layers
+    )
+    assert layers != step.layers, f"no op named {op_name!r}"
+    return dataclasses.replace(step, layers=layers)
+
+
+#: The benchmark's context (a missing KV write changes one position of ``ctx``: the smallest defect) and a
+#: small width, so the check runs in a fraction of a second.
+BENCH_CTX = 1024
+
+
+@pytest.mark.parametrize(
+    ("op_name", "without", "expected"),
+    [
+        ("write KV cache", None, "non-finite logits"),
+        ("residual add", None, "error"),
+        ("RoPE", None, "error"),
+        ("SiLU × mul", "divide", "error"),
+    ],
+)
+def test_reference_check_fails_on_planted_defects(op_name: str, without: str | None, expected: str) -> None:
+    weights, cache = random_weights(SMALL), random_kv_cache(SMALL, BENCH_CTX)
+    reference = reference_logits(weights, cache, TOKEN)
+    correct = build_numpy_step("unfused", weights, cache, TOKEN)
+    assert check_against_reference(correct, reference) < REFERENCE_TOLERANCE / 10
+    defective = _planted(build_numpy_step("unfused", weights, cache, TOKEN), op_name, without)
+    with pytest.raises(
+        AssertionError, match=f"unfused step of {SMALL.name}, ctx 1,024: {expected}"
+    ) as failure:
+        check_against_reference(defective, reference)
+    if expected == "error":  # the figure is in the message, and it is far past the tolerance
+        figure = float(str(failure.value).split("error ", 1)[1].split(" ", 1)[0])
+        assert figure > 10 * REFERENCE_TOLERANCE
+
+
+def test_missing_kv_write_is_caught_even_after_a_correct_step() -> None:
+    """A correct step first writes the right key and value; the check's poisoning still exposes a later
+    step that writes none (the benchmark's plans share one cache)."""
+    weights, cache = random_weights(SMALL), random_kv_cache(SMALL, BENCH_CTX)
+    reference = reference_logits(weights, cache, TOKEN)
+    check_against_reference(build_numpy_step("fused", weights, cache, TOKEN), reference)
+    defective = _planted(build_numpy_step("unfused", weights, cache, TOKEN), "write KV cache")
+    with pytest.raises(AssertionError, match="non-finite logits"):
+        check_against_reference(defective, reference)
+
+
+def test_reference_error_is_relative_to_the_references_rms() -> None:
+    reference = np.array([3.0, -4.0, 0.0, 5.0])  # RMS 3.536
+    logits = reference + np.array([0.0, 0.1, 0.0, 0.0])
+    assert reference_error(logits.astype(np.float32), reference) == pytest.approx(
+        0.1 / np.sqrt(12.5), rel=1e-6
+    )
+    assert np.isnan(reference_error(np.full(4, np.nan), reference))
+
+
+@pytest.mark.parametrize("plan", PLANS, ids=lambda plan: plan.name)
+def test_benchmark_config_makes_the_floors_call_list(plan) -> None:
+    """The overhead floor (benchmarks/test_numpy_ops.py) is paired with the benchmark's step by equal
+    ``op_counts``: the two configurations must make the same call list. Zero weights (calloc'd, never
+    written) count the big step's calls without drawing 375 MB."""
+    from benchmarks.test_numpy_ops import FLOOR, FLOOR_CTX, FLOOR_TOKEN, floor_step
+
+    zeros = draw_weights(TINY_LLAMA_4L, lambda shape, std, mean: np.zeros(shape, np.float32))
+    cache = random_kv_cache(TINY_LLAMA_4L, 8)
+    big = build_numpy_step(plan.name, zeros, cache, FLOOR_TOKEN).count_calls()
+    step, _ = floor_step(plan.name)
+    assert (step.cfg, step.ctx) == (FLOOR, FLOOR_CTX)
+    floor = step.count_calls()
+    assert Counter(big.op_counts) == Counter(floor.op_counts) and big.calls == floor.calls

@@ -1,0 +1,248 @@
+"""The numpy ops of the CPU decode step: each op's fixed cost, the step's overhead floor, a call list's price.
+
+From a frame of ``analysis.load``, per ``machine_id`` (``benchmarks/test_numpy_ops.py``,
+``benchmarks/test_decode_step.py``):
+
+- ``op_costs``: ``numpy_op`` cases: the fixed cost of one call of each op (``op``, e.g.
+  ``"np.max(3d, axis, keepdims, out=3d)"``), the fastest round over its ``n_calls`` calls;
+- ``floor_table``: ``decode_floor`` cases: the whole step of a model so small that data costs nothing, its
+  fastest round, beside what its call list (``op_counts``) costs priced by ``op_costs`` (``op_sum_s``) and
+  by the seed's one t0 per call (``t0_sum_s``); ``left_out_s`` = floor − ``op_sum_s`` is the Python work
+  between the calls that no op's figure holds (op bodies, views, reshapes, transposes, slices);
+- ``attention_terms``: the decode step's attention ops timed alone at the step's shapes (``decode_step``
+  cases with ``op == "attention"``), a measured term of the per-op model in ``analysis.decode``;
+- ``price``: a call list's cost at the measured per-op costs.
+
+Every figure is a case's fastest round (``STATISTIC``, the median of that over runs where several), as
+``analysis.host`` takes t0 and the bandwidths, so that a prediction built from these figures and the
+measurement it is held against use one statistic.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+import pandas as pd
+
+from model.tables import format_table
+from model.units import fmt_count, fmt_percent, fmt_time
+
+#: The per-case statistic (a pytest-benchmark stats column, seconds per timed call): the fastest round.
+STATISTIC = "min"
+
+OP_COST_COLUMNS = (
+    "machine_id",
+    "op",
+    "cost_s",  # fixed cost of one call, s
+    "runs",  # rows (saved runs) the cost is the median of
+)
+
+FLOOR_COLUMNS = (
+    "machine_id",
+    "plan",
+    "config",
+    "ctx",
+    "n_calls",
+    "op_counts",  # the floor step's call list: op -> count
+    "floor_s",  # the floor step measured, s
+    "op_sum_s",  # its call list at the measured per-op costs, s (NaN when an op has no measured cost)
+    "missing_ops",  # ops of the call list without a measured cost
+    "t0_sum_s",  # its call list at the seed's one t0 per call, s
+    "left_out_s",  # floor_s − op_sum_s: the Python work between the calls, s
+    "runs",
+)
+
+ATTENTION_COLUMNS = (
+    "machine_id",
+    "plan",
+    "config",
+    "ctx",
+    "attention_s",  # the step's attention ops, every layer's, measured, s
+    "bytes",  # KV cache they read, B
+    "op_counts",  # their calls by op
+    "runs",
+)
+
+
+def _rows(frame: pd.DataFrame, case: str, op: str | None = None) -> pd.DataFrame:
+    """The CPU rows of ``case`` (and ``op``) in ``frame``; empty when there are none."""
+    if frame.empty or not {"case", "device", "op"} <= set(frame.columns):
+        return frame.iloc[0:0]
+    keep = (frame["case"] == case) & (frame["device"] == "cpu")
+    if op is not None:
+        keep &= frame["op"] == op
+    return frame[keep]
+
+
+def _is_counts(value: object) -> bool:
+    return isinstance(value, Mapping)
+
+
+def op_costs(frame: pd.DataFrame) -> pd.DataFrame:
+    """Return ``OP_COST_COLUMNS``: per machine and op, the fixed cost of one call (fastest round / calls per
+    timed call; the median of that over runs)."""
+    rows = _rows(frame, "numpy_op")
+    if rows.empty:
+        return pd.DataFrame(columns=list(OP_COST_COLUMNS))
+    per_call = rows[STATISTIC] / rows["n_calls"]
+    grouped = per_call.groupby([rows["machine_id"], rows["op"]], sort=True)
+    table = pd.DataFrame({"cost_s": grouped.median(), "runs": grouped.size()}).reset_index()
+    return table[list(OP_COST_COLUMNS)]
+
+
+def costs_of(costs: pd.DataFrame, machine_id: str) -> dict[str, float]:
+    """``op_costs`` of one machine as a mapping op -> seconds per call (empty when it has none)."""
+    mine = costs[costs["machine_id"] == machine_id]
+    return dict(zip(mine["op"], mine["cost_s"], strict=True))
+
+
+def price(op_counts: Mapping[str, int], costs: Mapping[str, float]) -> tuple[float, tuple[str, ...]]:
+    """Return (Σ count × cost over ``op_counts``, the ops with calls but no cost in ``costs``), seconds; the
+    sum is NaN when an op is missing, never a sum that silently leaves calls out."""
+    missing = tuple(sorted(op for op, count in op_counts.items() if count > 0 and op not in costs))
+    if missing:
+        return math.nan, missing
+    return float(sum(count * costs[op] for op, count in op_counts.items() if count > 0)), ()
+
+
+def subtract_counts(whole: Mapping[str, int], part: Mapping[str, int]) -> dict[str, int]:
+    """``whole`` less ``part``, op by op (a call list without some of its calls); raises ``ValueError`` when
+    ``part`` holds calls that ``whole`` does not."""
+    result = {op: count - part.get(op, 0) for op, count in whole.items()}
+    extra = sorted(op for op in part if result.get(op, -1) < 0)
+    if extra:
+        raise ValueError(f"call list part has calls the whole lacks: {', '.join(extra)}")
+    return result
+
+
+def floor_table(frame: pd.DataFrame, t0_by_machine: Mapping[str, float] | None = None) -> pd.DataFrame:
+    """Return ``FLOOR_COLUMNS``: per machine, plan and floor configuration, the measured floor step (fastest
+    round, median over runs) beside its call list priced by ``op_costs`` of the same machine and by the
+    seed's t0 (``t0_by_machine``, e.g. ``analysis.host.fit_host``'s ``t0_s``; NaN where absent)."""
+    rows = _rows(frame, "decode_floor")
+    if rows.empty:
+        return pd.DataFrame(columns=list(FLOOR_COLUMNS))
+    costs = op_costs(frame)
+    t0_by_machine = t0_by_machine or {}
+    table = []
+    for (machine_id, plan, config, ctx), group in rows.groupby(
+        ["machine_id", "plan", "config", "ctx"], sort=True
+    ):
+        counts = group["op_counts"].iloc[0] if "op_counts" in group else None
+        counts = dict(counts) if _is_counts(counts) else {}
+        floor_s = float(group[STATISTIC].median())
+        op_sum_s, missing = price(counts, costs_of(costs, machine_id)) if counts else (math.nan, ())
+        n_calls = int(group["n_calls"].iloc[0])
+        t0_s = t0_by_machine.get(machine_id, math.nan)
+        table.append(
+            {
+                "machine_id": machine_id,
+                "plan": plan,
+                "config": config,
+                "ctx": int(ctx),
+                "n_calls": n_calls,
+                "op_counts": counts,
+                "floor_s": floor_s,
+                "op_sum_s": op_sum_s,
+                "missing_ops": missing,
+                "t0_sum_s": n_calls * t0_s,
+                "left_out_s": floor_s - op_sum_s,
+                "runs": len(group),
+            }
+        )
+    return pd.DataFrame(table, columns=list(FLOOR_COLUMNS))
+
+
+def attention_terms(frame: pd.DataFrame) -> pd.DataFrame:
+    """Return ``ATTENTION_COLUMNS``: per machine, plan, configuration and context, the decode step's attention
+    ops measured alone (fastest round, median over runs), with the KV bytes and calls they hold."""
+    rows = _rows(frame, "decode_step", op="attention")
+    if rows.empty:
+        return pd.DataFrame(columns=list(ATTENTION_COLUMNS))
+    table = []
+    for (machine_id, plan, config, ctx), group in rows.groupby(
+        ["machine_id", "plan", "config", "ctx"], sort=True
+    ):
+        counts = group["op_counts"].iloc[0] if "op_counts" in group else None
+        table.append(
+            {
+                "machine_id": machine_id,
+                "plan": plan,
+                "config": config,
+                "ctx": int(ctx),
+                "attention_s": float(group[STATISTIC].median()),
+                "bytes": float(group["bytes"].iloc[0]),
+                "op_counts": dict(counts) if _is_counts(counts) else {},
+                "runs": len(group),
+            }
+        )
+    return pd.DataFrame(table, columns=list(ATTENTION_COLUMNS))
+
+
+def summary_lines(frame: pd.DataFrame, machine_id: str, t0_s: float) -> list[str]:
+    """The per-op lines of one machine's CPU decode summary: the floor step against its two prices, then
+    each op's fixed cost with its calls per step; none when the machine has neither case."""
+    floors = floor_table(frame, {machine_id: t0_s})
+    floors = floors[floors["machine_id"] == machine_id]
+    costs = op_costs(frame)
+    costs = costs[costs["machine_id"] == machine_id]
+    lines: list[str] = []
+    if not floors.empty:
+        lines.extend(_floor_lines(floors))
+    if not costs.empty:
+        lines.extend(_cost_lines(costs, floors))
+    return lines
+
+
+def _floor_lines(floors: pd.DataFrame) -> list[str]:
+    first = floors.iloc[0]
+    lines = [
+        f"  overhead floor: the same call list on {first['config']}, ctx {fmt_count(first['ctx'])}, where "
+        "data costs nothing (fastest round)",
+        "    Σ per-op: each call at its op's measured fixed cost; calls × t0: the seed's one t0 per call",
+    ]
+    cells = [
+        [
+            str(row.plan),
+            fmt_count(row.n_calls),
+            fmt_time(row.floor_s),
+            _time(row.op_sum_s),
+            _share(row.op_sum_s, row.floor_s),
+            _time(row.t0_sum_s),
+            _share(row.t0_sum_s, row.floor_s),
+            _time(row.left_out_s),
+        ]
+        for row in floors.itertuples(index=False)
+    ]
+    headers = ["plan", "numpy calls", "floor", "Σ per-op", "of floor", "calls × t0", "of floor"]
+    headers.append("left out (floor − Σ per-op)")
+    lines.extend(f"    {line}" for line in format_table(headers, cells).splitlines())
+    lines.append(
+        "    left out: the Python work between the calls (op bodies, views, reshapes, transposes, slices), "
+        "which no op's figure holds"
+    )
+    for row in floors.itertuples(index=False):
+        if row.missing_ops:
+            lines.append(f"    {row.plan}: no measured cost for {', '.join(row.missing_ops)}: no Σ per-op")
+    return lines
+
+
+def _cost_lines(costs: pd.DataFrame, floors: pd.DataFrame) -> list[str]:
+    plans = [str(plan) for plan in floors["plan"]]
+    counts = [row.op_counts for row in floors.itertuples(index=False)]
+    lines = ["  fixed cost per numpy call, by op: the step's own calls replayed where data costs nothing"]
+    cells = []
+    for row in costs.sort_values("cost_s", ascending=False).itertuples(index=False):
+        cells.append([str(row.op), fmt_time(row.cost_s), *(fmt_count(c.get(row.op, 0)) for c in counts)])
+    headers = ["op", "per call", *(f"calls/step {plan}" for plan in plans)]
+    lines.extend(f"    {line}" for line in format_table(headers, cells).splitlines())
+    return lines
+
+
+def _time(seconds: float) -> str:
+    return "n/a" if not math.isfinite(seconds) else fmt_time(seconds)
+
+
+def _share(part: float, whole: float) -> str:
+    return fmt_percent(part / whole) if math.isfinite(part) and whole > 0 else "n/a"
