@@ -42,6 +42,7 @@ import json
 import os
 import signal
 import threading
+import time
 from collections.abc import Iterable, Mapping
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
@@ -317,17 +318,31 @@ def _read_files(files: list[Path], samples: bool) -> list[FileResult]:
 _ORPHAN_CHECK_S = 0.5
 
 
-def _worker_start(parent_pid: int) -> None:
-    """Set up a loading worker: Ctrl-C (sent to the whole process group) is the parent's to handle, SIGTERM
-    ends the worker at once, and a thread ends it when its parent is gone (killed without a chance to stop
-    its workers), so that no worker outlives the command."""
+def _worker_start(command_pid: int) -> None:
+    """Set up a loading worker: Ctrl-C (sent to the whole process group) is the command's to handle, SIGTERM
+    ends the worker at once, and a thread ends it once the command (``command_pid``) is gone, killed
+    without a chance to stop its workers, so that no worker outlives it. (Under the "fork" start method the
+    worker's parent is the command; under "forkserver" it is multiprocessing's fork server, which outlives
+    a killed command: so the command itself is watched, where POSIX tells whether a process exists.)"""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    release()  # started while the parent held the stop signals; a Ctrl-C held meanwhile is now ignored
+    release()  # started while the command held the stop signals; a Ctrl-C held meanwhile is now ignored
+    parent = os.getppid()
+
+    def command_alive() -> bool:
+        if os.name != "posix":
+            return True  # Windows' os.kill(pid, 0) would send a Ctrl-C, not test the process
+        try:
+            os.kill(command_pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
 
     def watch() -> None:
-        while os.getppid() == parent_pid:
-            threading.Event().wait(_ORPHAN_CHECK_S)
+        while os.getppid() == parent and command_alive():
+            time.sleep(_ORPHAN_CHECK_S)
         os._exit(1)
 
     threading.Thread(target=watch, name="orphan-watch", daemon=True).start()
