@@ -101,6 +101,26 @@ def test_a_missing_coordinate_or_statistic_is_named(tmp_path: Path) -> None:
     )
 
 
+@pytest.mark.parametrize(
+    ("family", "key"),
+    [
+        ("many_vs_one", "pieces"),
+        ("ufunc_size", "n_calls"),
+        ("decode_step", "ctx"),
+        ("decode_step", "n_calls"),
+    ],
+)
+def test_a_coordinate_its_family_always_records_is_required(tmp_path: Path, family: str, key: str) -> None:
+    """Without it the family's analysis would compute with a gap (a NaN count of pieces, of numpy calls)."""
+    doc = real(XEON)
+    bench = first_case(doc, family)
+    del bench["extra_info"][key]
+    bad = write_json(tmp_path / "bad.json", doc)
+    result, _ = load_beside_good(tmp_path, bad)
+    said = f"extra_info.{key} is missing (every {family} case records it)"
+    assert result.problems == (f"{bad}: case {bench['fullname']}: dropped: {said}",)
+
+
 def test_quartiles_out_of_order_drop_the_case(tmp_path: Path) -> None:
     doc = real(XEON)
     bench = first_case(doc)
