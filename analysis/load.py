@@ -387,10 +387,17 @@ def _parsed(path: Path, samples: bool) -> object:
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        where = "ends early (truncated?)" if exc.pos >= len(text.rstrip()) else "is not valid JSON"
+        where = "ends early (truncated?)" if _cut_short(text, exc.pos) else "is not valid JSON"
         return f"{where}: {exc.msg} at line {exc.lineno} column {exc.colno}"
     except ValueError as exc:  # e.g. a number of more digits than Python converts (sys.int_info)
         return f"is not valid JSON for Python: {str(exc).splitlines()[0]}"
+
+
+def _cut_short(text: str, error_at: int) -> bool:
+    """Whether JSON ``text`` that fails to parse at ``error_at`` looks cut short: the error is at its end, or
+    it opens an object or list it never closes (a cut inside a number or a name fails a little before)."""
+    stripped = text.strip()
+    return error_at >= len(text.rstrip()) or (stripped[:1] in ("{", "[") and stripped[-1:] not in ("}", "]"))
 
 
 def _without_samples(raw: bytes) -> bytes:

@@ -302,7 +302,8 @@ def test_a_file_cut_anywhere_is_one_line(tmp_path: Path) -> None:
     first_case(doc)["extra_info"]["op"] = "np.add µ"  # a two-byte character to cut through
     raw = json.dumps(doc, ensure_ascii=False).encode("utf-8")
     inside = raw.index("µ".encode()) + 1
-    cuts = {"start": 1, "middle": len(raw) // 2, "character": inside, "end": len(raw) - 1}
+    number = raw.index(b'"min": ') + len(b'"min": ') + 4  # inside a number, e.g. "0.00" of "0.0001234"
+    cuts = {"start": 1, "middle": len(raw) // 2, "number": number, "character": inside, "end": len(raw) - 1}
     for name, cut in cuts.items():
         path = tmp_path / f"cut-{name}.json"
         path.write_bytes(raw[:cut])
@@ -310,7 +311,7 @@ def test_a_file_cut_anywhere_is_one_line(tmp_path: Path) -> None:
     assert result.frame.empty
     lines = {line.split(": ", 1)[0]: line.split(": ", 1)[1] for line in result.problems}
     assert lines[str(tmp_path / "cut-character.json")] == "ends early inside a character (truncated?)"
-    for name in ("start", "middle", "end"):
+    for name in ("start", "middle", "number", "end"):
         assert lines[str(tmp_path / f"cut-{name}.json")].startswith("ends early (truncated?): ")
 
 
