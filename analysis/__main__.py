@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from analysis.compare import choose_baseline
+from analysis.figures import FORMATS
 from analysis.load import load_runs
 from analysis.runs import Selection, select_runs, selection_lines
 
@@ -67,10 +68,19 @@ def _parser() -> argparse.ArgumentParser:
     )
     compare.set_defaults(command=_compare)
 
-    plot = commands.add_parser("plot", help="write the figures (PNG and SVG)", description=_plot.__doc__)
+    plot = commands.add_parser(
+        "plot", help="write the report's figures into DIR/figures/ (PNG and SVG)", description=_plot.__doc__
+    )
     _add_paths(plot)
     _add_baseline(plot)
     plot.add_argument("--out", type=Path, default=Path("report"), help="output folder (default: %(default)s)")
+    plot.add_argument(
+        "--formats",
+        type=_formats,
+        default=FORMATS,
+        metavar="FORMATS",
+        help=f"comma-separated file formats to write, of {', '.join(FORMATS)} (default: {','.join(FORMATS)})",
+    )
     plot.set_defaults(command=_plot)
     return parser
 
@@ -171,10 +181,12 @@ def _compare(args: argparse.Namespace) -> int:
 
 
 def _plot(args: argparse.Namespace) -> int:
-    """Write the figures (PNG and SVG) into DIR: time vs size with the fitted law, measured vs predicted,
-    machines side by side, and the GPU/decode figures when those cases are present."""
+    """Write the figures of the report into DIR/figures/, the same files ``report`` writes there (without
+    report.md): time per numpy call vs size with the fitted law, many small calls vs one big, the decode
+    steps against their predicted bands, the machines side by side, and the GPU launch figures and the
+    per-op costs where those cases are present."""
     from analysis.compare import figure_table, fit_all
-    from analysis.plots import plot_all
+    from analysis.figures import write_figures
 
     _check_out(args.out, args.paths)
     selection = _load(args)
@@ -182,10 +194,21 @@ def _plot(args: argparse.Namespace) -> int:
         print(f"{_PROG}: {line}", file=sys.stderr)
     frame = selection.result.frame
     fits = fit_all(frame)
-    paths = plot_all(frame, fits, figure_table(frame, fits, args.baseline), out_dir=args.out)
-    for path in paths:
+    table = figure_table(frame, fits, args.baseline)
+    for path in write_figures(frame, fits, table, out_dir=args.out, formats=args.formats):
         print(path)
     return 0
+
+
+def _formats(text: str) -> tuple[str, ...]:
+    """``--formats``: a comma-separated subset of ``FORMATS``."""
+    formats = tuple(dict.fromkeys(part.strip().lower() for part in text.split(",") if part.strip()))
+    unknown = [fmt for fmt in formats if fmt not in FORMATS]
+    if unknown or not formats:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: give one or more of {', '.join(FORMATS)}, comma-separated"
+        )
+    return formats
 
 
 if __name__ == "__main__":

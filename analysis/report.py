@@ -22,9 +22,9 @@ from analysis.compare import (
     point_table,
 )
 from analysis.decode import where
+from analysis.figures import FIGURES_DIR, write_figures
 from analysis.host import BANDWIDTH_OPS
 from analysis.intervals import positive_interval
-from analysis.plots import plot_all
 from analysis.runs import Selection, selection_lines
 from analysis.trust import stability, unstable_line, verdict
 from model.units import (
@@ -45,7 +45,6 @@ FORMATTERS: dict[str, Callable[[float], str]] = {
 }
 
 REPORT_NAME = "report.md"
-FIGURES_DIR = "figures"
 
 
 @dataclass(frozen=True)
@@ -261,7 +260,10 @@ def _host_lines(fits: Fits, figures: dict[str, str]) -> list[str]:
             ["machine", "variant", "pieces", "elements per call", "measured", "predicted", "error", "basis"],
             rows,
         )
-        lines += ["", *_figure_link(figures, "many_vs_one_parity", "Many vs one: measured vs predicted")]
+        lines += [
+            "",
+            *_figure_link(figures, "many_vs_one", "Many small calls vs one big: measured and predicted"),
+        ]
     return lines
 
 
@@ -294,6 +296,10 @@ def _launch_lines(fits: Fits, figures: dict[str, str]) -> list[str]:
         ["machine", "figure (from)", "value [95 % CI]", "points", "interval from", "note"], rows
     )
     lines.append("")
+    lines += _figure_link(figures, "launch_vs_graph", "Time per kernel: eager launches and graph replay")
+    lines += _figure_link(
+        figures, "launch_ladder", "The launch-cost ladder: cost per launch by kernel arguments"
+    )
     if not fits.spin.empty:
         lines += [
             "### Spin kernels against the model's bounds",
@@ -321,8 +327,7 @@ def _launch_lines(fits: Fits, figures: dict[str, str]) -> list[str]:
             )
         header = ["machine", "mode", "d", "N", "measured", "overlapped", "serial", "within", "vs overlapped"]
         lines += [*markdown_table(header, rows), ""]
-        lines += _figure_link(figures, "spin_parity", "Spin kernels: measured vs the model's bounds")
-        lines += _figure_link(figures, "knee", "Time per kernel vs kernel duration, with the knee")
+        lines += _figure_link(figures, "knee", "Spin kernels against the model's band, with the knee")
     if not fits.decode_demo.empty:
         lines += [
             "### Lecture demo 2 with measured launch costs",
@@ -414,7 +419,7 @@ def _decode_lines(fits: Fits, figures: dict[str, str]) -> list[str]:
         "of reference bandwidth",
     ]
     lines += [*markdown_table(header, rows), ""]
-    lines += _figure_link(figures, "decode_bands", "Decode steps inside their predicted bounds")
+    lines += _figure_link(figures, "decode_bands", "Decode steps against their predicted bands")
     return lines
 
 
@@ -457,7 +462,7 @@ def write_report(selection: Selection, out_dir: Path, baseline: str | None) -> W
     frame = result.frame
     fits = fit_all(frame)
     table = figure_table(frame, fits, baseline)
-    figure_paths = plot_all(frame, fits, table, out_dir / FIGURES_DIR)
+    figure_paths = write_figures(frame, fits, table, out_dir)
     figures = {path.stem: f"{FIGURES_DIR}/{path.stem}" for path in figure_paths}
     machines = frame["machine_id"].nunique()
     lines = ["# launchbench report", ""]
@@ -489,6 +494,7 @@ def write_report(selection: Selection, out_dir: Path, baseline: str | None) -> W
     lines += _host_lines(fits, figures)
     lines += _launch_lines(fits, figures)
     lines += _decode_lines(fits, figures)
+    lines += _figure_link(figures, "op_costs", "Fixed cost of each numpy op of the decode step, beside t0")
     lines += ["", "## Machines compared", "", *comparison_lines(table), ""]
     lines += _figure_link(figures, "machines", "Fitted figures relative to the baseline machine")
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -77,7 +77,7 @@ def test_plot_writes_png_and_svg(storage: Path, tmp_path: Path, capsys: pytest.C
     assert printed
     # Which runs the figures show goes to stderr, beside the load warnings.
     assert "python -m analysis: Runs used: 2 (2 machines): " in captured.err
-    assert all(path.is_file() and path.parent == out_dir for path in printed)
+    assert all(path.is_file() and path.parent == out_dir / "figures" for path in printed)
     assert {path.suffix for path in printed} == {".png", ".svg"}
 
 
