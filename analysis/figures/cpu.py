@@ -15,7 +15,6 @@ from matplotlib.lines import Line2D
 from analysis import ops
 from analysis.figures.style import (
     CONTEXT,
-    LABEL_PT,
     PALETTE,
     SMALL_PT,
     DirectLabel,
@@ -23,7 +22,6 @@ from analysis.figures.style import (
     count_tick,
     direct_label,
     finish,
-    fit_labels,
     log_axis,
     max_ticks,
     outer_labels,
@@ -79,7 +77,12 @@ def time_vs_size(frame: pd.DataFrame, host: pd.DataFrame) -> Figure | None:
     per_call = per_numpy_call(sizes)[0]
     figure, axes = _layout(machines, _SHARED_IN, _PANEL_IN)
     medians = {m: per_call[rows.index].groupby(rows["n"]).median() for m, rows in sizes.groupby("machine_id")}
-    everything = np.concatenate([per_call.to_numpy(dtype=float)])
+    # The DRAM lines run to 1.4 × the largest DRAM size: their ends are part of the time axis.
+    dram_ends = [
+        fit["t0_s"] + 1.4 * max(fit["dram_sizes"]) * fit["dram_s_per_element"]
+        for machine in machines.ids
+        if (fit := _fit_of(host, machine)) is not None and fit["dram_points"]
+    ]
     x_values = sizes["n"].to_numpy(dtype=float)
     panel_in = _SHARED_IN if not machines.panels else _PANEL_IN
     limits = None
@@ -92,10 +95,11 @@ def time_vs_size(frame: pd.DataFrame, host: pd.DataFrame) -> Figure | None:
         limits = log_axis(
             ax,
             "y",
-            everything,
+            per_call,
             time_tick,
             "time per call",
             max_ticks(panel_in, 3.5),
+            include=dram_ends,
             marked=[fit["t0_s"]] if alone and fit is not None else (),
             limits=limits,
         )
@@ -121,8 +125,7 @@ def time_vs_size(frame: pd.DataFrame, host: pd.DataFrame) -> Figure | None:
         ax.grid(True, alpha=0.3)
     outer_labels(list(dict.fromkeys(axes.values())))
     side_legend(figure, *_size_legend(machines, host, several_runs))
-    fit_labels(figure, labels)
-    return finish(figure, _size_title(machines, host), _size_caption(machines, several_runs))
+    return finish(figure, _size_title(machines, host), _size_caption(machines, several_runs), labels)
 
 
 def _draw_sizes(
@@ -180,18 +183,18 @@ def _panel_title(machines: Machines, machine: str, fit: pd.Series | None) -> str
 def _size_legend(machines: Machines, host: pd.DataFrame, several_runs: bool) -> tuple[list, list[str]]:
     handles: list[object] = []
     labels: list[str] = []
-    if not machines.panels and len(machines) > 1:
+    if not machines.panels:  # the fitted figures of each machine (in panels: their titles)
         for machine in machines.ids:
             color, marker = machines.style(machine)
             handles.append(Line2D([], [], color=color, marker=marker, ms=5))
             fit = _fit_of(host, machine)
-            text = machines.label(machine)
+            lines = [machines.label(machine)] if len(machines) > 1 else []
             if fit is not None:
-                text += f"\nt0 = {fmt_time(fit['t0_s'])}, n½ = {fmt_count(fit['n_half'])}"
-                text += f"\nr∞ = {fmt_si(fit['r_inf_per_s'], 'elem/s')}"
+                lines.append(f"t0 = {fmt_time(fit['t0_s'])}, n½ = {fmt_count(fit['n_half'])}")
+                lines.append(f"r∞ = {fmt_si(fit['r_inf_per_s'], 'elem/s')}")
                 if fit["dram_points"]:
-                    text += f"\nDRAM: {fmt_time(fit['dram_s_per_element'])}/elem"
-            labels.append(text)
+                    lines.append(f"DRAM: {fmt_time(fit['dram_s_per_element'])}/elem")
+            labels.append("\n".join(lines) or "measured")
     ink = "0.25"
     handles += [
         Line2D([], [], color=ink, marker="o", linestyle="none", ms=5),
@@ -338,7 +341,7 @@ def op_costs(frame: pd.DataFrame, host: pd.DataFrame) -> Figure | None:
     height = 1.0 + 0.2 * len(labels)
     figure, (ax,) = panels(1, height)
     positions = np.arange(len(labels))
-    if len(machines) <= 3:
+    if not machines.panels:
         for machine in machines.ids:
             if machine not in values.columns:
                 continue
@@ -354,7 +357,7 @@ def op_costs(frame: pd.DataFrame, host: pd.DataFrame) -> Figure | None:
             )
     else:
         low, mid, high = values.min(axis=1), values.median(axis=1), values.max(axis=1)
-        ax.hlines(positions, low, high, colors=PALETTE[0], linewidth=1.5)
+        ax.hlines(positions, low, high, colors=PALETTE[0], linewidth=1.5, label="fastest to slowest machine")
         ax.plot(
             mid,
             positions,
@@ -380,21 +383,19 @@ def op_costs(frame: pd.DataFrame, host: pd.DataFrame) -> Figure | None:
     _calls_per_step(ax, frame, labels, positions)
     if len(machines) > 1:  # one machine: the caption names it
         side_legend(figure, *ax.get_legend_handles_labels())
-    ax.yaxis.label.set_fontsize(LABEL_PT)
     ratio = values.iloc[len(labels) - len(rows) :].div(t0, axis=1) if not t0.empty else pd.DataFrame()
     if not ratio.empty and np.isfinite(ratio.to_numpy(dtype=float)).any():
         flat = ratio.to_numpy(dtype=float)
         flat = flat[np.isfinite(flat)]
         title = (
-            f"The decode step's {len(rows)} numpy ops cost {flat.min():.2g}× – {flat.max():.2g}× "
-            "t0 per call, not one t0 each"
+            f"The decode step's {len(rows)} numpy ops cost {flat.min():.2g}× – {flat.max():.2g}× t0 per call"
         )
     else:
         title = f"Fixed cost per call of the decode step's {len(rows)} numpy ops"
     caption = (
         "Each op replayed with the decode step's own shapes, strides and keywords on a model where data cost "
         "nothing; its fastest round per call (median over runs). "
-        + ("" if len(machines) <= 3 else "Dot: median over machines; bar: fastest to slowest machine. ")
+        + ("Dot: median over machines; bar: fastest to slowest machine. " if machines.panels else "")
         + machines.caption()
     )
     return finish(figure, title, caption)

@@ -25,7 +25,6 @@ from analysis.figures.style import (
     count_tick,
     direct_label,
     finish,
-    fit_labels,
     log_axis,
     max_ticks,
     outer_labels,
@@ -62,12 +61,18 @@ _LAYERS = {
 _MODES = {"eager": (PALETTE[0], "o", "-"), "graph": (PALETTE[1], "s", "--")}
 
 
-def _machine_panels(machines: Machines) -> tuple[Figure, list[Axes]]:
-    return panels(len(machines), _ONE_PANEL_IN if len(machines) == 1 else _PANEL_IN, sharey=False)
-
-
 def _panel_height(machines: Machines) -> float:
     return _ONE_PANEL_IN if len(machines) == 1 else _PANEL_IN
+
+
+def _machine_panels(machines: Machines) -> tuple[Figure, list[Axes]]:
+    """One panel per machine, each with its own time axis (so each can mark its own costs)."""
+    return panels(len(machines), _panel_height(machines), sharey=False)
+
+
+def _fit(launch: pd.DataFrame, machine: str, quantity: str) -> float:
+    """``analysis.launch.fitted``, NaN where nothing was fitted."""
+    return fitted(launch, machine, quantity) if not launch.empty else math.nan
 
 
 def _signed(seconds: float) -> str:
@@ -91,7 +96,7 @@ def launch_vs_graph(frame: pd.DataFrame, launch: pd.DataFrame) -> Figure | None:
     limits = None
     for ax, machine in zip(axes, machines.ids, strict=True):
         mine = rows[rows["machine_id"] == machine]
-        marks = [fitted(launch, machine, q) for q in ("launch_s", "graph_node_s")] if not launch.empty else []
+        marks = [_fit(launch, machine, q) for q in ("launch_s", "graph_node_s")]
         limits = log_axis(
             ax,
             "y",
@@ -117,19 +122,14 @@ def launch_vs_graph(frame: pd.DataFrame, launch: pd.DataFrame) -> Figure | None:
     outer_labels(axes)
     handles = [Line2D([], [], color=c, marker=m, ms=4.5) for c, m, _ in _SUBMISSION.values()]
     side_legend(figure, handles, [what for _, _, what in _SUBMISSION.values()])
-    eager = machines.values(
-        lambda m: fitted(launch, m, "launch_s") if not launch.empty else math.nan, fmt_time
-    )
-    node = machines.values(
-        lambda m: fitted(launch, m, "graph_node_s") if not launch.empty else math.nan, fmt_time
-    )
+    eager = machines.values(lambda m: _fit(launch, m, "launch_s"), fmt_time)
+    node = machines.values(lambda m: _fit(launch, m, "graph_node_s"), fmt_time)
     title = f"Per kernel: an eager launch costs {eager}, a replayed graph node {node}"
     caption = (
         "Each point: the median time of a timed call over its N kernels (median over runs); lines: the "
-        "fitted "
-        "t(N) = intercept + N × slope, divided by N, so each line levels off at its per-kernel cost (the "
-        "labelled ticks of the time axis). Empty kernels, so the time is launching and synchronising alone. "
-        + machines.caption()
+        "fitted t(N) = intercept + N × slope, divided by N, so each line levels off at its per-kernel cost "
+        "(the labelled ticks of the time axis). Empty kernels: the time is launching and synchronising "
+        "alone. " + machines.caption()
     )
     return finish(figure, title, caption)
 
@@ -142,10 +142,8 @@ def _fitted_line(
         "graph_replay": ("graph_node_s", "graph_launch_s"),
         "launch_sync_each": ("launch_sync_s", None),
     }[case]
-    if launch.empty:
-        return None
-    slope = fitted(launch, machine, slope_name)
-    intercept = fitted(launch, machine, intercept_name) if intercept_name else 0.0
+    slope = _fit(launch, machine, slope_name)
+    intercept = _fit(launch, machine, intercept_name) if intercept_name else 0.0
     if not (math.isfinite(slope) and math.isfinite(intercept)):
         return None
     grid = np.geomspace(n.min(), n.max(), 60)
@@ -181,7 +179,7 @@ def launch_ladder(frame: pd.DataFrame, launch: pd.DataFrame) -> Figure | None:
             if points.empty:
                 continue
             ax.plot(points.index, points.to_numpy(), marker, color=color, ms=5, linestyle="none", zorder=3)
-            base, per_arg = (fitted(launch, machine, f"ladder_{layer}{q}") for q in ("_s", "_per_arg_s"))
+            base, per_arg = (_fit(launch, machine, f"ladder_{layer}{q}") for q in ("_s", "_per_arg_s"))
             if math.isfinite(base) and math.isfinite(per_arg):
                 n = np.array([0.0, float(points.index.max())])
                 ax.plot(n, base + per_arg * n, color=color, linewidth=1.2, zorder=2)
@@ -205,15 +203,11 @@ def launch_ladder(frame: pd.DataFrame, launch: pd.DataFrame) -> Figure | None:
     title = "Each kernel argument changes the cost per launch by " + ", ".join(slopes)
     caption = (
         "Empty kernels with 0 … 13 arguments. CuPy and driver: the host's time per launch while a long "
-        "kernel "
-        "holds the GPU; graph: the GPU's CUDA-event time per replayed node. Lines: a + b·n fitted per layer "
+        "kernel holds the GPU; graph: the GPU's CUDA-event time per replayed node. Lines: a + b·n fitted "
+        "per layer "
         "(weighted least squares). " + machines.caption()
     )
     return finish(figure, title, caption)
-
-
-def _fit(launch: pd.DataFrame, machine: str, quantity: str) -> float:
-    return fitted(launch, machine, quantity) if not launch.empty else math.nan
 
 
 # --- spin kernels and the knee ------------------------------------------------------------------------------
@@ -290,7 +284,6 @@ def knee(spin: pd.DataFrame, launch: pd.DataFrame) -> Figure | None:
             ax.set_title(machines.label(machine), fontsize=SMALL_PT)
         ax.grid(True, alpha=0.3)
     outer_labels(axes)
-    fit_labels(figure, labels)
     handles: list[object] = []
     texts = []
     for mode, (color, marker, style) in _MODES.items():
@@ -314,12 +307,11 @@ def knee(spin: pd.DataFrame, launch: pd.DataFrame) -> Figure | None:
         title += f"; eager launches hide behind kernels longer than the knee, {knee_text}"
     caption = (
         f"{fmt_count(int(spin['n_kernels'].iloc[0]))} kernels of duration d per timed call (d as achieved "
-        "where "
-        "the run recorded it); time per kernel = timed call ÷ N, median of the rounds. Band: model.launch's "
-        "overlapped … serial bounds with the fitted costs plus the synchronise round trip. "
+        "where the run recorded it); time per kernel = timed call ÷ N, median of the rounds. Band: "
+        "model.launch's overlapped … serial bounds with the fitted costs plus the synchronise round trip. "
         + machines.caption()
     )
-    return finish(figure, title, caption)
+    return finish(figure, title, caption, labels)
 
 
 # --- the lecture's decode step ------------------------------------------------------------------------------

@@ -21,7 +21,9 @@ from matplotlib.lines import Line2D
 from analysis.compare import MARK_NOT_SIGNIFICANT, MARK_SIGNIFICANT
 from analysis.figures.style import (
     TICK_PT,
+    DirectLabel,
     Machines,
+    direct_label,
     finish,
     log_axis,
     max_ticks,
@@ -61,6 +63,7 @@ def machines(table: pd.DataFrame) -> Figure | None:
     units = drawn.groupby("figure", sort=False)["unit"].first()
     figure, (ax,) = panels(1, 0.9 + _ROW_IN * len(figures) * (1 + 0.15 * min(len(others_ids), 6)))
     spread = 0.6 / max(1, len(others_ids))
+    value_labels: list[DirectLabel] = []
     for k, machine in enumerate(others_ids):
         color, marker = names.style(machine)
         mine = drawn[drawn["machine_id"] == machine].set_index("figure")
@@ -79,6 +82,9 @@ def machines(table: pd.DataFrame) -> Figure | None:
                 ms=6,
                 zorder=3,
             )
+            if not names.panels:  # a few machines: each ratio also as a number, where it fits
+                places = [(6, 0, "left", "center_baseline"), (-6, 0, "right", "center_baseline")]
+                value_labels.append(direct_label(ax, f"{row['oriented']:.2g}×", (row["oriented"], y), places))
     ax.axvline(1.0, color="0.3", linewidth=1, zorder=1)
     labels = [f"{name}\n({_DIRECTION.get(units[name], _NEITHER)[0]})" for name in figures]
     ax.set_yticks(range(len(figures)), labels, fontsize=TICK_PT)
@@ -109,10 +115,9 @@ def machines(table: pd.DataFrame) -> Figure | None:
     side_legend(figure, handles, texts)
     caption = (
         f"Baseline: {names.label(baseline)}. Times are drawn as baseline ÷ this machine, rates and n½ as "
-        "this "
-        "machine ÷ baseline. " + _left_out(table, others, baseline, names) + names.caption()
+        "this machine ÷ baseline. " + _left_out(table, others, baseline, names) + names.caption()
     )
-    return finish(figure, _title(drawn, names, baseline, others_ids), caption)
+    return finish(figure, _title(drawn, names, baseline, others_ids), caption, value_labels)
 
 
 def _title(drawn: pd.DataFrame, names: Machines, baseline: str, others_ids: list[str]) -> str:

@@ -9,8 +9,9 @@
   contradict); the caption below says how to read the figure, which statistic it draws and which machines.
 - Legends sit right of the panels; a direct label inside a panel is kept only where it fits
   (``fit_labels``).
-- Log axes get "nice" ticks (1-2-5, 1-3 or decades, as many as the panel holds) whose first and last tick
-  enclose the data, so the smallest value is read off the axis, not only off a legend.
+- Log axes get "nice" ticks (as dense as the panel holds: 1-1.2-1.4-…, 1-2-…-9, 1-2-5, 1-3 or decades) from
+  one at or below the smallest value, and the value a panel is read for (t0, the cost per launch) gets a
+  tick of its own, so it is read off the axis, not only off a legend.
 
 Figures are ``matplotlib.figure.Figure`` objects on an Agg canvas (no pyplot): building one changes no global
 matplotlib state and needs no display.
@@ -135,7 +136,7 @@ class Machines:
         return f"{fmt(min(values.values()))} – {fmt(max(values.values()))}"
 
     def scope(self) -> str:
-        """ " (N machines)" for a title whose figures ``values`` gave as ranges; else empty."""
+        """Return " (N machines)" for a title whose figures ``values`` gave as ranges, else ""."""
         return f" ({len(self.ids)} machines)" if len(self.ids) > 2 else ""
 
 
@@ -174,13 +175,16 @@ def panels(
     return figure, axes
 
 
-def finish(figure: Figure, title: str, caption: str) -> Figure:
-    """Set the figure's title (what the data show) and caption (how to read it), each wrapped to the width."""
+def finish(figure: Figure, title: str, caption: str, labels: Sequence[DirectLabel] = ()) -> Figure:
+    """Set the figure's title (what the data show) and caption (how to read it), each wrapped to the width;
+    then, the layout complete, place its direct ``labels`` where they fit (``fit_labels``)."""
     usable = figure.bbox.width * 0.97
     figure.suptitle(wrap(figure, title, TITLE_PT, usable), fontsize=TITLE_PT)
     figure.supxlabel(
         wrap(figure, caption, SMALL_PT, usable), fontsize=SMALL_PT, x=0.01, ha="left", multialignment="left"
     )
+    if labels:
+        fit_labels(figure, labels)
     return figure
 
 
@@ -313,6 +317,7 @@ def trim(text: str) -> str:
 
 
 def time_tick(seconds: float) -> str:
+    """A tick label of seconds: "300 ns", "1 µs", "2.5 ms"."""
     return trim(fmt_time(seconds, 3)) if seconds > 0 else "0"
 
 
@@ -322,6 +327,7 @@ def count_tick(value: float) -> str:
 
 
 def ratio_tick(value: float) -> str:
+    """A tick label of a ratio: "0.9×", "1×", "20×"."""
     return f"{value:.3g}×"
 
 
@@ -368,13 +374,18 @@ def log_axis(
     ticks = nice_log_ticks(low, high, max_ticks)
     if limits is None:
         limits = (min(ticks[0], low) / 1.15, max(ticks[-1], high) * 1.15)
-    marked = [value for value in marked if math.isfinite(value) and limits[0] < value < limits[1]]
-    # A tick label is about 1/max_ticks of the axis long: nice ticks nearer a marked one than that go.
+    # A tick label takes about 1/max_ticks of the axis: a marked value nearer an earlier one than that is
+    # not marked (the title still gives it), and nice ticks nearer a marked one go.
     room = (math.log10(limits[1]) - math.log10(limits[0])) / max_ticks
-    ticks = [t for t in ticks if all(abs(math.log10(t / m)) > room for m in marked)]
+    apart: list[float] = []
+    for value in marked:
+        inside = math.isfinite(value) and limits[0] < value < limits[1]
+        if inside and all(abs(math.log10(value / other)) > room for other in apart):
+            apart.append(value)
+    ticks = [t for t in ticks if all(abs(math.log10(t / m)) > room for m in apart)]
     axis = ax.xaxis if which == "x" else ax.yaxis
     (ax.set_xscale if which == "x" else ax.set_yscale)("log")
-    axis.set_major_locator(FixedLocator(sorted([*ticks, *marked])))
+    axis.set_major_locator(FixedLocator(sorted([*ticks, *apart])))
     axis.set_minor_locator(NullLocator())
     axis.set_major_formatter(FuncFormatter(lambda value, _: fmt(value)))
     (ax.set_xlim if which == "x" else ax.set_ylim)(*limits)
