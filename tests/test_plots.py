@@ -103,6 +103,19 @@ def test_every_machine_of_ten_gets_its_own_colour_and_marker_pair_from_the_palet
     assert len(MARKERS) >= 10
 
 
+def test_machines_whose_differing_fields_are_long_are_keyed_in_the_caption() -> None:
+    ids = [
+        "vm / Linux / AMD EPYC / no GPU",
+        "gpu-box / Linux / Intel(R) Xeon(R) Platinum 8480+ / NVIDIA H100",
+    ]
+    machines = Machines.of(ids)
+    assert [machines.label(m) for m in ids] == ["M1", "M2"]
+    assert machines.caption() == f"Machines: M1 = {ids[0]}; M2 = {ids[1]}."
+    one = Machines.of(ids[:1])
+    assert one.label(ids[0]) == ids[0] and one.caption() == f"Machine: {ids[0]}."
+    assert one.values(lambda m: 2.8e-7, fmt_time) == "280 ns" and one.scope() == ""
+
+
 def test_log_ticks_start_at_or_below_the_smallest_value_and_read_alike() -> None:
     ticks = nice_log_ticks(2.8e-7, 6e-2, 14)
     assert ticks[0] <= 2.8e-7 < ticks[1]

@@ -312,7 +312,8 @@ def datasets(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[Path]]:
 
 
 def figures_of(paths: list[Path]) -> dict[str, Figure]:
-    selection = select_runs(load_runs(paths, samples=False))
+    """The figures ``python -m analysis plot PATHS`` draws (raw samples loaded, as it loads them)."""
+    selection = select_runs(load_runs(paths, samples=True))
     frame = selection.result.frame
     fits = fit_all(frame)
     return build_figures(frame, fits, figure_table(frame, fits, None))

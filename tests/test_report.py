@@ -1,4 +1,4 @@
-"""analysis.report and analysis.plots: the report of the real CPU run, and — since no real GPU run exists
+"""analysis.report and analysis.figures: the report of the real CPU run, and — since no real GPU run exists
 yet — of a SYNTHETIC GPU run built here from known launch costs (never saved as data).
 
 The figures the report states must be the fits' and the model's own values, and the figures it links must
