@@ -31,15 +31,14 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, NoReturn, TextIO
 
-from analysis.output import OutputError, check_out, check_replaceable, publish, remove_created, staging
+from analysis.output import FIGURE_FORMATS as FORMATS
+from analysis.output import OutputError, check_out, check_replaceable, remove_created, staging
 from model.units import text_for_stream
 
 if TYPE_CHECKING:
     from analysis.runs import Selection
 
 _PROG = "python -m analysis"
-#: The plot command's name for its files in the output folder's manifest (``analysis.output``).
-_PLOT_OWNER = "plot"
 
 
 class CLIError(Exception):
@@ -145,10 +144,19 @@ def _parser() -> argparse.ArgumentParser:
     )
     compare.set_defaults(command=_compare)
 
-    plot = commands.add_parser("plot", help="write the figures (PNG and SVG)", description=_plot.__doc__)
+    plot = commands.add_parser(
+        "plot", help="write the report's figures into DIR/figures/ (PNG and SVG)", description=_plot.__doc__
+    )
     _add_paths(plot)
     _add_baseline(plot)
     _add_out(plot, "the figures")
+    plot.add_argument(
+        "--formats",
+        type=_formats,
+        default=FORMATS,
+        metavar="FORMATS",
+        help=f"comma-separated file formats to write, of {', '.join(FORMATS)} (default: {','.join(FORMATS)})",
+    )
     plot.set_defaults(command=_plot)
     return parser
 
@@ -277,10 +285,12 @@ def _compare(args: argparse.Namespace) -> int:
 
 
 def _plot(args: argparse.Namespace) -> int:
-    """Write the figures (PNG and SVG) into DIR: time vs size with the fitted law, measured vs predicted,
-    machines side by side, and the GPU/decode figures when those cases are present."""
+    """Write the figures of the report into DIR/figures/, the same files ``report`` writes there (without
+    report.md): time per numpy call vs size with the fitted law, many small calls vs one big, the decode
+    steps against their predicted bands, the machines side by side, and the GPU launch figures and the
+    per-op costs where those cases are present."""
     from analysis.compare import figure_table, fit_all
-    from analysis.plots import plot_all
+    from analysis.figures import publish_figures, write_figures
     from analysis.runs import selection_lines
 
     with _out_folder(args) as out:
@@ -289,15 +299,27 @@ def _plot(args: argparse.Namespace) -> int:
             _say(f"{_PROG}: {line}", sys.stderr)
         frame = selection.result.frame
         fits = fit_all(frame)
+        table = figure_table(frame, fits, args.baseline)
         with staging(out) as stage:
-            staged = plot_all(frame, fits, figure_table(frame, fits, args.baseline), out_dir=stage)
-            published = publish(stage, out, _PLOT_OWNER, args.force)
+            staged = write_figures(frame, fits, table, out_dir=stage, formats=args.formats)
+            published = publish_figures(stage, out, args.force)
             paths = [out / path.relative_to(stage) for path in staged]
     for line in published.kept:
         _say(f"{_PROG}: warning: {line}", sys.stderr)
     for path in paths:
         _say(str(path))
     return 0
+
+
+def _formats(text: str) -> tuple[str, ...]:
+    """``--formats``: a comma-separated subset of ``FORMATS``."""
+    formats = tuple(dict.fromkeys(part.strip().lower() for part in text.split(",") if part.strip()))
+    unknown = [fmt for fmt in formats if fmt not in FORMATS]
+    if unknown or not formats:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: give one or more of {', '.join(FORMATS)}, comma-separated"
+        )
+    return formats
 
 
 if __name__ == "__main__":
