@@ -10,7 +10,6 @@ calibrated roofline's (the bandwidth the run's largest matrix-vector product ach
 from __future__ import annotations
 
 import math
-from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -18,7 +17,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
-from analysis.decode import where
+from analysis.decode import where, where_calibrated
 from analysis.figures.style import (
     PALETTE,
     SMALL_PT,
@@ -131,14 +130,7 @@ def _row_note(row: object) -> str:
     width = (row.serial_s - row.overlapped_s) / row.overlapped_s
     note = f"{where(row)}; band {width * 100:.2g} % wide"
     if math.isfinite(row.calibrated_overlapped_s) and math.isfinite(row.calibrated_serial_s):
-        calibrated = SimpleNamespace(
-            measured_s=row.measured_s,
-            serial_s=row.calibrated_serial_s,
-            overlapped_s=row.calibrated_overlapped_s,
-            position=row.calibrated_position,
-            within_bounds=bool(row.calibrated_overlapped_s <= row.measured_s <= row.calibrated_serial_s),
-        )
-        note += f"\ncalibrated roofline: {where(calibrated)}"
+        note += f"\ncalibrated roofline: {where_calibrated(row)}"
     return note
 
 
