@@ -78,13 +78,16 @@ def gpu_conditions(device_id: int = 0) -> dict[str, Any] | None:
 
     if cuda.unavailable_reason() is not None:
         return None
+    try:  # the device first: a GPU that fails is the fact to record, whether or not NVML is here
+        bus_id = cuda.cupy_module().cuda.runtime.deviceGetPCIBusId(device_id)
+    except Exception as error:  # CUDARuntimeError: a device that fails after the probe
+        return {"nvml_error": f"{type(error).__name__}: {error}"}
     nvml, source = _nvml()
     if nvml is None:
         return {"nvml_error": source}
     try:
-        bus_id = cuda.cupy_module().cuda.runtime.deviceGetPCIBusId(device_id)
         nvml.nvmlInit()
-    except Exception as error:  # NVMLError (no driver library, driver mismatch), CUDARuntimeError
+    except Exception as error:  # NVMLError: no driver library, driver mismatch
         return {"nvml_error": f"{type(error).__name__}: {error}"}
     try:
         handle = nvml.nvmlDeviceGetHandleByPciBusId(bus_id.encode() if isinstance(bus_id, str) else bus_id)
