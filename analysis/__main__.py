@@ -173,7 +173,8 @@ def _compare(args: argparse.Namespace) -> int:
 def _plot(args: argparse.Namespace) -> int:
     """Write the figures (PNG and SVG) into DIR: time vs size with the fitted law, measured vs predicted,
     machines side by side, and the GPU/decode figures when those cases are present."""
-    from analysis.compare import figure_table, fit_all
+    from analysis.compare import figure_table
+    from analysis.fits import fit_all
     from analysis.plots import plot_all
 
     _check_out(args.out, args.paths)

@@ -20,8 +20,8 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, LogLocator
 
-from analysis.compare import Fits
 from analysis.decode import where
+from analysis.fits import Fits
 from analysis.host import per_numpy_call
 from model.laws import fixed_overhead_time
 from model.units import fmt_count, fmt_si, fmt_time

@@ -15,13 +15,12 @@ import pandas as pd
 
 from analysis.compare import (
     MARK_BASELINE,
-    Fits,
     figure_table,
-    fit_all,
     point_columns,
     point_table,
 )
 from analysis.decode import where
+from analysis.fits import Fits, fit_all
 from analysis.host import BANDWIDTH_OPS
 from analysis.intervals import positive_interval
 from analysis.plots import plot_all

@@ -19,7 +19,8 @@ from pathlib import Path
 import pytest
 
 from analysis.__main__ import main
-from analysis.compare import figure_table, fit_all
+from analysis.compare import figure_table
+from analysis.fits import fit_all
 from analysis.host import fit_host, summary_section
 from analysis.intervals import positive_interval
 from analysis.load import RUN_RECORD_KEY, SUITE, load_doc, load_runs
