@@ -521,20 +521,25 @@ FIGURE_TABLE_COLUMNS = (
 
 
 class _Points:
-    """The rows of a frame split once by case and group, so that finding each figure's anchor point for
-    each pair of groups does not scan the whole frame again (a fleet holds 10⁴–10⁵ rows)."""
+    """The columns that name and judge a point, split once by case and group, so that finding each figure's
+    anchor point for each pair of groups reads only those two groups' rows of that case (a fleet of runs
+    holds 10⁵ rows, and selecting from the whole frame copies every column each time)."""
 
     def __init__(self, frame: pd.DataFrame) -> None:
-        self.by_case = dict(tuple(frame.groupby("case", sort=False))) if not frame.empty else {}
+        columns = [*point_columns(frame), "machine_id", "data", *(["bytes"] if "bytes" in frame else [])]
+        narrow = frame[columns] if not frame.empty else frame
+        self.rows = dict(tuple(narrow.groupby(["case", "machine_id"], sort=False))) if not frame.empty else {}
 
     def anchor_rows(self, anchor: Anchor, base_fit: pd.Series, fit: pd.Series) -> pd.DataFrame:
-        """The rows (every group) of the one point ``anchor`` names for the pair (baseline, other group)."""
-        rows = self.by_case.get(anchor.case, pd.DataFrame(columns=["machine_id", "data"]))
+        """The rows (both groups) of the one point ``anchor`` names for the pair (baseline, other group)."""
+        groups = (base_fit["machine_id"], fit["machine_id"])
+        parts = [self.rows[(anchor.case, group)] for group in groups if (anchor.case, group) in self.rows]
+        if len(parts) < len(groups):
+            return pd.DataFrame(columns=["machine_id", "data"])
+        rows = pd.concat(parts)
         for key, value in (("op", anchor.op), ("mode", anchor.mode)):
             if value is not None and key in rows:
                 rows = rows[rows[key] == value]
-        groups = (base_fit["machine_id"], fit["machine_id"])
-        rows = rows[rows["machine_id"].isin(groups)]
         if anchor.size is None or rows.empty:
             return rows
         common = set.intersection(*(set(rows.loc[rows["machine_id"] == g, anchor.size]) for g in groups))
