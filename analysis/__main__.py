@@ -18,8 +18,10 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from analysis.compare import choose_baseline
-from analysis.load import load_runs
+import pandas as pd
+
+from analysis.compare import Groups, choose_baseline
+from analysis.load import LoadResult, load_runs
 from analysis.runs import Selection, select_runs, selection_lines
 
 _PROG = "python -m analysis"
@@ -58,13 +60,13 @@ def _parser() -> argparse.ArgumentParser:
     report.set_defaults(command=_report)
 
     compare = commands.add_parser(
-        "compare", help="print the machine table (ratios to a baseline)", description=_compare.__doc__
+        "compare",
+        help="groups of runs side by side: machines, runs or a fact's values (ratios to a baseline, "
+        "significance); any pytest-benchmark suite case by case",
+        description=_compare.__doc__,
     )
     _add_paths(compare)
-    _add_baseline(compare)
-    compare.add_argument(
-        "--points", action="store_true", help="also print every measured point per machine, with its test"
-    )
+    _add_compare_options(compare)
     compare.set_defaults(command=_compare)
 
     plot = commands.add_parser("plot", help="write the figures (PNG and SVG)", description=_plot.__doc__)
@@ -103,6 +105,53 @@ def _add_paths(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_compare_options(parser: argparse.ArgumentParser) -> None:
+    from analysis.facts import ALIASES
+    from analysis.render import FORMATS
+
+    parser.add_argument(
+        "--by",
+        default="machine",
+        metavar="machine|run|FACT",
+        help="what the groups (columns) are: 'machine' (default), 'run' (one per saved run, in time order) "
+        "or a fact of the runs: a dotted path into machine_info, the run record (launchbench_run) or "
+        f"commit_info, or one of {', '.join(ALIASES)}",
+    )
+    parser.add_argument(
+        "--baseline",
+        metavar="GROUP",
+        default=None,
+        help="the group the others are compared with: a machine id, a run's file or a fact's value (or a "
+        "unique part of it); default: the first machine loaded, the earliest run or value",
+    )
+    parser.add_argument(
+        "--format",
+        choices=FORMATS,
+        default="text",
+        help="text or markdown for people; csv or json (SI units, p-values) for scripts (default: text)",
+    )
+    parser.add_argument(
+        "--top",
+        type=_positive_int,
+        default=None,
+        metavar="N",
+        help="show the first N case rows only (significant differences first, then by ratio)",
+    )
+    parser.add_argument(
+        "--points",
+        action="store_true",
+        help="launchbench runs: compare every measured point (median per timed call) instead of the fitted "
+        "figures",
+    )
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number >= 1, got {text}")
+    return value
+
+
 def _add_baseline(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--baseline",
@@ -113,21 +162,9 @@ def _add_baseline(parser: argparse.ArgumentParser) -> None:
 
 
 def _load(args: argparse.Namespace) -> Selection:
-    """Load ``args.paths`` and keep the runs that may be pooled; print one warning per problem; raise
-    ``CLIError`` when nothing usable is left or ``args.baseline`` names no machine of the runs used."""
-    loaded = load_runs(args.paths, samples=not args.no_samples)
-    for problem in loaded.problems:
-        print(f"{_PROG}: warning: {problem}", file=sys.stderr)
-    if loaded.frame.empty:
-        raise CLIError(f"no usable launchbench run in {', '.join(map(str, args.paths))}")
-    selection = select_runs(loaded, include_quick=args.include_quick, include_partial=args.include_partial)
-    if selection.result.frame.empty:
-        for line in selection.left_out:
-            print(f"{_PROG}: {line}", file=sys.stderr)
-        raise CLIError(
-            f"every run was left out ({len(selection.left_out)}, each named above); --include-quick and "
-            "--include-partial pool quick and partial runs"
-        )
+    """Load ``args.paths`` and keep the runs that may be pooled (``_selected``); raise ``CLIError`` when
+    ``args.baseline`` names no machine of the runs used."""
+    selection = _selected(args, load_runs(args.paths, samples=not args.no_samples))
     try:
         choose_baseline(list(dict.fromkeys(selection.result.frame["machine_id"])), args.baseline)
     except ValueError as exc:
@@ -160,13 +197,150 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    """Print one table of the fitted figures per machine with ratios to the baseline machine and whether each
-    difference is significant (Mann-Whitney U on the raw samples; 'not judged' where none were saved)."""
-    from analysis.report import comparison_markdown
+    """Set groups of runs side by side — machines (default), single runs in time order, or the values of a
+    fact such as the numpy, BLAS, CuPy or driver version — with each fitted figure's ratio to the baseline
+    group and whether the difference is significant (Mann-Whitney U on the raw samples; 'not judged' where
+    none were saved). Runs of any other pytest-benchmark suite are compared case by case (matched by
+    fullname, min and median). Runs saved twice count once per group; quick and partial runs are left out
+    unless included, and with --by run each is its own column, never pooled."""
+    from analysis.compare import BY_MACHINE, BY_RUN, figure_table, group_notes, point_columns, point_table
+    from analysis.fits import fit_all
+    from analysis.load import fact_column
 
-    selection = _load(args)
-    lines = comparison_markdown(selection.result.frame, baseline=args.baseline, points=args.points)
-    print("\n".join([*selection_lines(selection), "", *lines]))
+    fact = None if args.by in (BY_MACHINE, BY_RUN) else args.by
+    column = fact_column(fact) if fact else None
+    loaded = load_runs(args.paths, samples=not args.no_samples, facts=(fact,) if fact else ())
+    if loaded.frame.empty:  # no launchbench case: any other suite's, case by case
+        return _compare_cases(args, fact)
+    selection = _selected(args, loaded, apart=column)
+    groups = _groups(selection.result.runs, args, column)
+    frame = groups.relabel(selection.result.frame)
+    head = [*selection_lines(selection), *group_notes(groups)]
+    if args.points:
+        table = point_table(frame, groups.baseline.label)
+        return _print_cases(args, head, table, groups, point_columns(frame), ("median",))
+    table = figure_table(frame, fit_all(frame), groups.baseline.label)
+    return _print_figures(args, head, table, groups)
+
+
+def _selected(args: argparse.Namespace, loaded: LoadResult, apart: str | None = None) -> Selection:
+    """The runs of ``loaded`` that may be pooled (``analysis.runs.select_runs``; ``apart``: a column whose
+    values are kept apart); one warning per load problem; ``CLIError`` when nothing usable is left."""
+    for problem in loaded.problems:
+        print(f"{_PROG}: warning: {problem}", file=sys.stderr)
+    if loaded.frame.empty:
+        raise CLIError(f"no usable launchbench run in {', '.join(map(str, args.paths))}")
+    selection = select_runs(
+        loaded, include_quick=args.include_quick, include_partial=args.include_partial, apart=apart
+    )
+    if selection.result.frame.empty:
+        for line in selection.left_out:
+            print(f"{_PROG}: {line}", file=sys.stderr)
+        raise CLIError(
+            f"every run was left out ({len(selection.left_out)}, each named above); --include-quick and "
+            "--include-partial pool quick and partial runs"
+        )
+    return selection
+
+
+def _groups(runs: pd.DataFrame, args: argparse.Namespace, column: str | None) -> Groups:
+    """``analysis.compare.group_runs`` of the runs used; ``CLIError`` for a fact no run records or a
+    ``--baseline`` that names no group."""
+    from analysis.compare import group_runs
+    from analysis.facts import fact_path
+
+    if column is not None and runs[column].isna().all():
+        path = ".".join(fact_path(args.by))
+        raise CLIError(f"--by {args.by}: no run used records {path}")
+    try:
+        return group_runs(runs, args.by, args.baseline, column)
+    except ValueError as exc:
+        raise CLIError(str(exc)) from exc
+
+
+def _compare_cases(args: argparse.Namespace, fact: str | None) -> int:
+    """``compare`` of runs that hold no launchbench case: every suite's cases, matched by fullname."""
+    from analysis.compare import case_table, group_notes
+    from analysis.foreign import load_cases
+    from analysis.load import fact_column
+    from analysis.runs import without_duplicates
+
+    column = fact_column(fact) if fact else None
+    cases = load_cases(args.paths, samples=not args.no_samples, facts=(fact,) if fact else ())
+    for problem in cases.problems:
+        print(f"{_PROG}: warning: {problem}", file=sys.stderr)
+    if cases.frame.empty:
+        raise CLIError(f"no usable pytest-benchmark run in {', '.join(map(str, args.paths))}")
+    left_out: list[str] = []
+    runs = without_duplicates(cases.runs, left_out, column)
+    frame = cases.frame[cases.frame["source"].isin(set(runs["source"]))]
+    groups = _groups(runs, args, column)
+    machines = runs["machine_id"].nunique()
+    head = [
+        f"Runs used: {len(runs)} of another suite than launchbench ({machines} machine"
+        f"{'s' if machines != 1 else ''}), compared case by case (matched by fullname)",
+        *left_out,
+        *group_notes(groups),
+    ]
+    table = case_table(groups.relabel(frame), ["fullname"], groups.baseline.label, ("min", "median"))
+    return _print_cases(args, head, table, groups, ["fullname"], ("min", "median"))
+
+
+def _print_figures(args: argparse.Namespace, head: list[str], table: pd.DataFrame, groups: Groups) -> int:
+    from analysis.render import figure_lines, with_codes
+
+    if args.format in ("csv", "json"):
+        return _print_for_scripts(args, head, with_codes(table, groups.groups), groups, "figures")
+    lines = figure_lines(table, groups.groups, groups.by, markdown=args.format == "markdown")
+    print("\n".join([*head, "", *lines]))
+    return 0
+
+
+def _print_cases(
+    args: argparse.Namespace,
+    head: list[str],
+    table: pd.DataFrame,
+    groups: Groups,
+    keys: Sequence[str],
+    statistics: Sequence[str],
+) -> int:
+    from analysis.render import case_lines, with_codes
+
+    if args.format in ("csv", "json"):
+        return _print_for_scripts(args, head, with_codes(table, groups.groups), groups, "cases")
+    markdown = args.format == "markdown"
+    lines = case_lines(table, groups.groups, groups.by, keys, statistics, markdown, args.top)
+    print("\n".join([*head, "", *lines]))
+    return 0
+
+
+def _print_for_scripts(
+    args: argparse.Namespace, head: list[str], table: pd.DataFrame, groups: Groups, name: str
+) -> int:
+    """CSV (the table alone on stdout; the lines about the runs on stderr) or JSON (everything)."""
+    from analysis.compare import ranked
+    from analysis.render import csv_text, json_text
+
+    if name == "cases":
+        table = pd.concat([table[table["mark"] == "baseline"], ranked(table)])
+        if args.top is not None:
+            table = table.head(args.top + int((table["mark"] == "baseline").sum()))
+    if args.format == "csv":
+        for line in head:
+            print(f"{_PROG}: {line}", file=sys.stderr)
+        print(csv_text(table), end="")
+        return 0
+    document = {
+        "by": groups.by,
+        "baseline": groups.baseline.label,
+        "groups": [
+            {"code": g.code, "label": g.label, "runs": list(g.runs), "machines": list(g.machines)}
+            for g in groups.groups
+        ],
+        "notes": head,
+        name: table,
+    }
+    print(json_text(document))
     return 0
 
 

@@ -271,16 +271,19 @@ def case_table(
 ) -> pd.DataFrame:
     """One row per measured case (the rows of ``frame`` that agree on ``keys``) and group (``machine_id``):
     each of ``statistics`` ("median": median over the group's runs of each run's median; "min": the
-    fastest round of any run) in seconds as ``<statistic>_s``, its ratio to the baseline group's as
-    ``<statistic>_ratio``; ``ratio`` = the first statistic's ratio; ``runs``, ``rounds`` (summed over
-    runs); the significance mark with its p-value from the pooled raw samples (``judge``).
+    fastest round of any run) in seconds as ``<statistic>_s``, the baseline group's as
+    ``<statistic>_baseline_s``, their ratio as ``<statistic>_ratio``; ``ratio`` = the first statistic's;
+    ``runs``, ``rounds`` (summed over runs); the significance mark with its p-value from the pooled raw
+    samples (``judge``).
 
     Cases the baseline did not measure get ratio NaN and mark ``MARK_NO_BASELINE_POINT``.
     """
     keys = list(keys)
     groups = list(dict.fromkeys(frame["machine_id"]))
     base = choose_baseline(groups, baseline)
-    stat_columns = [column for stat in statistics for column in (f"{stat}_s", f"{stat}_ratio")]
+    stat_columns = [
+        column for stat in statistics for column in (f"{stat}_s", f"{stat}_baseline_s", f"{stat}_ratio")
+    ]
     rows = []
     for case, rows_case in frame.groupby(keys, dropna=False, sort=True):
         by_group = dict(tuple(rows_case.groupby("machine_id", sort=False)))
@@ -301,8 +304,9 @@ def case_table(
             row.update(machine_id=group, runs=int(own["source"].nunique()), rounds=_rounds(own))
             for stat in statistics:
                 value = _statistic(own, stat)
-                row[f"{stat}_s"] = value
                 base_value = base_values[stat]
+                row[f"{stat}_s"] = value
+                row[f"{stat}_baseline_s"] = base_value
                 row[f"{stat}_ratio"] = value / base_value if base_value > 0 else math.nan
             row.update(ratio=row[f"{statistics[0]}_ratio"], mark=mark, p_value=p_value)
             rows.append(row)

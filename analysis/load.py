@@ -38,14 +38,17 @@ import hashlib
 import json
 import math
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 import pandas as pd
 from pytest_benchmark.stats import normalize_stats
+
+from analysis.facts import fact_text
 
 SUITE = "launchbench"
 
@@ -140,6 +143,8 @@ BASE_COLUMNS = (*RUN_COLUMNS, "name", "fullname", "group", *STAT_COLUMNS, "data"
 
 _GLOB_CHARS = frozenset("*?[")
 
+T = TypeVar("T")
+
 #: From this many files on, files are parsed in worker processes (one per usable CPU).
 PARALLEL_MIN_FILES = 48
 
@@ -218,12 +223,14 @@ def load_doc(doc: Mapping, source: str) -> LoadResult:
     )
 
 
-def load_runs(paths: Iterable[str | Path], samples: bool) -> LoadResult:
+def load_runs(paths: Iterable[str | Path], samples: bool, facts: Sequence[str] = ()) -> LoadResult:
     """Read every saved run under ``paths`` into one frame; never raises for a bad file.
 
     ``samples``: keep the raw per-iteration samples (``data``); False leaves them unparsed (``data`` None),
     which makes loading a fleet of runs several times faster: raw samples are most of a run's bytes, and
-    parsing their text is nearly all of the loading time.
+    parsing their text is nearly all of the loading time. ``facts``: names of run facts
+    (``analysis.facts``) to read into ``runs`` as text, one column ``fact:<name>`` each (None where a run
+    does not record it), so a comparison can group by them.
 
     Each path is a file, a folder (searched recursively for ``*.json``, as pytest-benchmark's storage nests
     runs in one folder per platform) or a glob (``**`` allowed). A file that cannot be read, is not JSON, is
@@ -234,7 +241,7 @@ def load_runs(paths: Iterable[str | Path], samples: bool) -> LoadResult:
     rows: list[dict[str, object]] = []
     runs: list[dict[str, object]] = []
     used: list[Path] = []
-    for path, (file_rows, run, file_problems) in zip(files, _read_files(files, samples), strict=True):
+    for path, (file_rows, run, file_problems) in zip(files, _read_files(files, samples, facts), strict=True):
         problems.extend(file_problems)
         if file_rows:
             rows.extend(file_rows)
@@ -244,8 +251,19 @@ def load_runs(paths: Iterable[str | Path], samples: bool) -> LoadResult:
         frame=_frame(rows),
         problems=tuple(problems),
         files_used=tuple(used),
-        runs=pd.DataFrame(runs, columns=list(RUN_INFO_COLUMNS)),
+        runs=pd.DataFrame(runs, columns=[*RUN_INFO_COLUMNS, *(fact_column(name) for name in facts)]),
     )
+
+
+def fact_column(name: str) -> str:
+    """The column of ``LoadResult.runs`` that holds the fact ``name`` (``load_runs``' ``facts``)."""
+    return f"fact:{name}"
+
+
+def expand_paths(paths: Iterable[str | Path]) -> tuple[list[Path], list[str]]:
+    """The JSON files ``paths`` name, each once, and one line per path that names none (``load_runs``'s
+    rules: files, folders searched recursively, globs)."""
+    return _expand(paths)
 
 
 def _expand(paths: Iterable[str | Path]) -> tuple[list[Path], list[str]]:
@@ -288,37 +306,56 @@ def _expand(paths: Iterable[str | Path]) -> tuple[list[Path], list[str]]:
 FileResult = tuple[list[dict[str, object]], dict[str, object] | None, list[str]]
 
 
-def _read_files(files: list[Path], samples: bool) -> list[FileResult]:
-    """``_read_file`` of each file, in order; in worker processes when there are many files and CPUs (JSON
-    parsing is the whole cost of loading a fleet of runs, and it is CPU-bound)."""
+def _read_files(files: list[Path], samples: bool, facts: Sequence[str]) -> list[FileResult]:
+    """``_read_file`` of each file, in order (``map_files``)."""
+    return map_files(_read_file, files, samples, facts)
+
+
+def map_files(function: Callable[..., T], files: list[Path], *args: object) -> list[T]:
+    """``function(path, *args)`` of each file, in order; in worker processes when there are many files and
+    CPUs (JSON parsing is the whole cost of loading a fleet of runs, and it is CPU-bound). ``function`` must
+    be a module-level function (it is sent to the workers by name)."""
     workers = min(
         len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1, 8
     )
     if len(files) < PARALLEL_MIN_FILES or workers < 2:
-        return [_read_file(path, samples) for path in files]
+        return [function(path, *args) for path in files]
     with ProcessPoolExecutor(max_workers=workers) as pool:
         chunksize = max(1, len(files) // (4 * workers))
-        return list(pool.map(_read_file, files, [samples] * len(files), chunksize=chunksize))
+        columns = [[arg] * len(files) for arg in args]
+        return list(pool.map(function, files, *columns, chunksize=chunksize))
 
 
-def _read_file(path: Path, samples: bool) -> FileResult:
-    """Return (launchbench rows, run info, problem lines) of one file; no rows when it is unusable."""
+def read_run(path: Path, samples: bool) -> dict | str:
+    """The parsed pytest-benchmark run in ``path`` (``samples``: with its raw samples), or one line naming
+    the file and why it is not one (unreadable, empty, not UTF-8, not JSON, no 'benchmarks' list)."""
     try:
         raw = path.read_bytes()
     except OSError as exc:
-        return [], None, [f"{path}: cannot be read ({exc.strerror or exc})"]
+        return f"{path}: cannot be read ({exc.strerror or exc})"
     if not raw.strip():
-        return [], None, [f"{path}: file is empty"]
+        return f"{path}: file is empty"
     try:
         doc = _parse(raw, samples)
     except UnicodeDecodeError:
-        return [], None, [f"{path}: not a text file (not UTF-8), so not a saved run"]
+        return f"{path}: not a text file (not UTF-8), so not a saved run"
     except json.JSONDecodeError as exc:
         where = "ends early (truncated?)" if exc.pos >= len(raw.rstrip()) else "is not valid JSON"
-        return [], None, [f"{path}: {where}: {exc.msg} at line {exc.lineno} column {exc.colno}"]
+        return f"{path}: {where}: {exc.msg} at line {exc.lineno} column {exc.colno}"
     if not isinstance(doc, dict) or not isinstance(doc.get("benchmarks"), list):
-        return [], None, [f"{path}: JSON but not a pytest-benchmark run (no 'benchmarks' list)"]
-    return _checked_run(doc, str(path))
+        return f"{path}: JSON but not a pytest-benchmark run (no 'benchmarks' list)"
+    return doc
+
+
+def _read_file(path: Path, samples: bool, facts: Sequence[str] = ()) -> FileResult:
+    """Return (launchbench rows, run info, problem lines) of one file; no rows when it is unusable."""
+    doc = read_run(path, samples)
+    if isinstance(doc, str):
+        return [], None, [doc]
+    rows, run, problems = _checked_run(doc, str(path))
+    if run is not None:
+        run.update((fact_column(name), fact_text(doc, name)) for name in facts)
+    return rows, run, problems
 
 
 def _checked_run(doc: Mapping, source: str) -> FileResult:

@@ -209,12 +209,13 @@ def test_two_machines_are_compared_in_the_report(tmp_path: Path) -> None:
         select_runs(load_runs([tmp_path / "runs"], samples=True)), tmp_path / "out", baseline="slow-box"
     )
     text = written.path.read_text(encoding="utf-8")
-    assert "slow-box / synthetic CPU / SYNTHETIC test GPU (not a measurement) (baseline)" in text
+    assert "- A  slow-box / synthetic CPU / SYNTHETIC test GPU (not a measurement) (1 run)" in text
     # 1.3x slower everywhere: the other machine's launch cost is 1/1.3 of the baseline's, and significant.
     (line,) = [line for line in text.splitlines() if line.startswith("| cost per launch (s)")]
-    ratio = float(line.split("×")[1].split(";")[0])
-    assert ratio == pytest.approx(1 / 1.3, rel=0.02)
-    assert "significant (p < 1e-6)" in line
+    ratio, mark = line.split("×")[1].split()[:2]
+    assert float(ratio) == pytest.approx(1 / 1.3, rel=0.02)
+    assert mark == "*"
+    assert "- * significant: the raw samples differ" in text
     assert "machines" in {p.stem for p in written.figures}
 
 
