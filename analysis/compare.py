@@ -336,6 +336,34 @@ def point_table(frame: pd.DataFrame, baseline: str | None) -> pd.DataFrame:
     return case_table(frame, point_columns(frame), baseline, ("median",))
 
 
+#: Columns of ``case_ratios``.
+CASE_RATIO_COLUMNS = ("case", "machine_id", "statistic", "ratio", "mark", "p_value")
+
+
+def case_ratios(table: pd.DataFrame, keys: Sequence[str], statistics: Sequence[str]) -> pd.DataFrame:
+    """A ``case_table`` (cases named by ``keys``) as one tidy row per case, group other than the baseline
+    and statistic: the data of a cases-by-groups figure of ratios (``CASE_RATIO_COLUMNS``; ``case`` is the
+    ``fullname``, or the key columns joined), in ``ranked`` order."""
+    rows = ranked(table)
+    names = (
+        rows["fullname"] if list(keys) == ["fullname"] else rows[list(keys)].astype(str).agg(" ".join, axis=1)
+    )
+    parts = [
+        pd.DataFrame(
+            {
+                "case": names.to_numpy(),
+                "machine_id": rows["machine_id"].to_numpy(),
+                "statistic": stat,
+                "ratio": rows[f"{stat}_ratio"].to_numpy(dtype=float),
+                "mark": rows["mark"].to_numpy(),
+                "p_value": rows["p_value"].to_numpy(dtype=float),
+            }
+        )
+        for stat in statistics
+    ]
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=list(CASE_RATIO_COLUMNS))
+
+
 def ranked(table: pd.DataFrame) -> pd.DataFrame:
     """The rows of a ``case_table`` other than the baseline's, most telling first: significant differences,
     then those within noise, then those not judged, each by how far the ratio is from 1 (either way)."""
