@@ -27,6 +27,7 @@ import numpy.typing as npt
 import pandas as pd
 import scipy.stats
 
+from analysis.facts import BY_MACHINE, BY_RUN
 from analysis.fits import Fits
 from analysis.host import BANDWIDTH_OPS
 
@@ -60,10 +61,6 @@ MARK_NOT_SIGNIFICANT = "within noise"
 MARK_BASELINE = "baseline"
 MARK_NO_DATA = "not judged: no raw samples (not saved, or skipped)"
 MARK_NO_BASELINE_POINT = "not judged: the baseline lacks this case"
-
-#: Groupings other than by a fact (``group_runs``).
-BY_MACHINE = "machine"
-BY_RUN = "run"
 
 
 @dataclass(frozen=True)

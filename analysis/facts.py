@@ -13,6 +13,10 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 
+#: The groupings of a comparison that are not facts: each machine, each saved run.
+BY_MACHINE = "machine"
+BY_RUN = "run"
+
 #: The saved JSON's top-level keys a fact path may start with (the run record's key is part of the data
 #: contract: ``benchmarks.run_record.RUN_RECORD_KEY``).
 ROOTS = ("machine_info", "commit_info", "launchbench_run", "version", "datetime")

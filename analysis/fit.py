@@ -18,7 +18,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
-import scipy.stats
 
 from model.laws import half_performance_length
 
@@ -147,6 +146,8 @@ def weighted_least_squares(
     dof = n_points - n_coef
     cov = np.linalg.inv(a_scaled.T @ a_scaled) / np.outer(scale, scale) * (rss / dof)
     stderr = np.sqrt(np.diag(cov))
+    import scipy.stats  # deferred (half a second): ``python -m analysis`` imports it while runs load
+
     q = float(scipy.stats.t.ppf(0.5 + level / 2, dof))
     return LinearFit(
         coef=tuple(float(c) for c in coef),
@@ -367,6 +368,8 @@ def _bootstrap_points(
     (replicates, parameters). A resample with fewer than ``min_sizes`` distinct sizes gives NaN there (scipy
     cannot redraw it) and is left out: the replicates kept are drawn from the same distribution as a
     redraw gives, that of the resamples the law can be fitted to."""
+
+    import scipy.stats  # deferred, as in ``weighted_least_squares``
 
     def fitted(index: np.ndarray, axis: int = -1) -> np.ndarray:
         rows = np.atleast_2d(index)  # (batch, points) of point numbers

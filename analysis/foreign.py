@@ -36,7 +36,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.facts import fact_text
-from analysis.load import expand_paths, fact_column, machine_identity, map_files, read_run
+from analysis.load import expand_paths, fact_column, machine_identity, map_batches, read_run
 
 #: Columns of ``CaseLoad.frame``: run, case, statistics (s per iteration; ``rounds``, ``iterations``
 #: counts) and the raw samples (float64 array, or None).
@@ -91,17 +91,26 @@ def load_cases(paths: Iterable[str | Path], samples: bool, facts: Sequence[str] 
     files, problems = expand_paths(paths)
     rows: list[dict[str, object]] = []
     runs: list[dict[str, object]] = []
-    for file_rows, run, file_problems in map_files(_read_cases, files, samples, tuple(facts)):
-        problems.extend(file_problems)
-        if run is not None:
-            rows.extend(file_rows)
-            runs.append(run)
+    for batch in map_batches(_read_batch, files, samples, tuple(facts)):
+        for file_rows, run, file_problems in batch:
+            problems.extend(file_problems)
+            if run is not None:
+                rows.extend(file_rows)
+                runs.append(run)
     frame = pd.DataFrame(rows, columns=list(CASE_COLUMNS))
     return CaseLoad(
         frame=frame,
         runs=pd.DataFrame(runs, columns=[*CASE_RUN_COLUMNS, *(fact_column(name) for name in facts)]),
         problems=tuple(problems),
     )
+
+
+def _read_batch(paths: list[Path], samples: bool, facts: Sequence[str]) -> list[FileCases]:
+    return [_read_cases(path, samples, facts) for path in paths]
+
+
+#: One file's (case rows, run row or None, problem lines).
+FileCases = tuple[list[dict[str, object]], dict[str, object] | None, list[str]]
 
 
 def _read_cases(

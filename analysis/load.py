@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import TypeVar
 
 import numpy as np
+import orjson
 import pandas as pd
 from pytest_benchmark.stats import normalize_stats
 
@@ -223,14 +224,21 @@ def load_doc(doc: Mapping, source: str) -> LoadResult:
     )
 
 
-def load_runs(paths: Iterable[str | Path], samples: bool, facts: Sequence[str] = ()) -> LoadResult:
+def load_runs(
+    paths: Iterable[str | Path],
+    samples: Samples,
+    facts: Sequence[str] = (),
+    meanwhile: Callable[[], object] | None = None,
+) -> LoadResult:
     """Read every saved run under ``paths`` into one frame; never raises for a bad file.
 
-    ``samples``: keep the raw per-iteration samples (``data``); False leaves them unparsed (``data`` None),
-    which makes loading a fleet of runs several times faster: raw samples are most of a run's bytes, and
-    parsing their text is nearly all of the loading time. ``facts``: names of run facts
-    (``analysis.facts``) to read into ``runs`` as text, one column ``fact:<name>`` each (None where a run
-    does not record it), so a comparison can group by them.
+    ``samples``: keep the raw per-iteration samples (``data``): of every case (True), of none (False: ``data``
+    None, which makes loading a fleet of runs several times faster: raw samples are most of a run's bytes,
+    and parsing their text is nearly all of the loading time), or of the cases a predicate of the saved
+    benchmark picks (``Samples``; a module-level function, as it may be sent to worker processes).
+    ``facts``: names of run facts (``analysis.facts``) to read into ``runs`` as text, one column
+    ``fact:<name>`` each (None where a run does not record it), so a comparison can group by them.
+    ``meanwhile``: called here while the files are parsed (``map_batches``).
 
     Each path is a file, a folder (searched recursively for ``*.json``, as pytest-benchmark's storage nests
     runs in one folder per platform) or a glob (``**`` allowed). A file that cannot be read, is not JSON, is
@@ -238,17 +246,17 @@ def load_runs(paths: Iterable[str | Path], samples: bool, facts: Sequence[str] =
     does a path that matches nothing.
     """
     files, problems = _expand(paths)
-    rows: list[dict[str, object]] = []
+    columns: dict[str, list[Column | int]] = {}
+    count = 0
     runs: list[dict[str, object]] = []
     used: list[Path] = []
-    for path, (file_rows, run, file_problems) in zip(files, _read_files(files, samples, facts), strict=True):
-        problems.extend(file_problems)
-        if file_rows:
-            rows.extend(file_rows)
-            runs.append(run)
-            used.append(path)
+    for batch in map_batches(_read_batch, files, samples, tuple(facts), meanwhile=meanwhile):
+        count = _append_columns(columns, count, batch.columns)
+        runs.extend(batch.runs)
+        problems.extend(batch.problems)
+        used.extend(batch.used)
     return LoadResult(
-        frame=_frame(rows),
+        frame=_frame({key: _joined(parts) for key, parts in columns.items()}),
         problems=tuple(problems),
         files_used=tuple(used),
         runs=pd.DataFrame(runs, columns=[*RUN_INFO_COLUMNS, *(fact_column(name) for name in facts)]),
@@ -306,27 +314,126 @@ def _expand(paths: Iterable[str | Path]) -> tuple[list[Path], list[str]]:
 FileResult = tuple[list[dict[str, object]], dict[str, object] | None, list[str]]
 
 
-def _read_files(files: list[Path], samples: bool, facts: Sequence[str]) -> list[FileResult]:
-    """``_read_file`` of each file, in order (``map_files``)."""
-    return map_files(_read_file, files, samples, facts)
+@dataclass(frozen=True)
+class _Batch:
+    """What ``_read_batch`` read from consecutive files: their launchbench rows as columns (``Column``s of
+    equal length), run infos, problem lines and the files used."""
+
+    columns: dict[str, Column]
+    runs: list[dict[str, object]]
+    problems: list[str]
+    used: list[Path]
 
 
-def map_files(function: Callable[..., T], files: list[Path], *args: object) -> list[T]:
-    """``function(path, *args)`` of each file, in order; in worker processes when there are many files and
-    CPUs (JSON parsing is the whole cost of loading a fleet of runs, and it is CPU-bound). ``function`` must
-    be a module-level function (it is sent to the workers by name)."""
+def _read_batch(paths: list[Path], samples: Samples, facts: Sequence[str]) -> _Batch:
+    """``_read_file`` of each of ``paths``, joined: the rows travel from a worker as one array (or list) per
+    column, not as one dict per row, which would be most of a fleet's memory and of its transfer time."""
+    values: dict[str, list[object]] = {}  # one list per column, missing values None
+    # One object per distinct text: the rows repeat a few texts (case, op, machine) 10⁵ times, and shared
+    # objects travel from a worker once and take memory once.
+    texts: dict[str, str] = {}
+    count = 0
+    batch = _Batch(columns={}, runs=[], problems=[], used=[])
+    for path in paths:
+        rows, run, problems = _read_file(path, samples, facts)
+        batch.problems.extend(problems)
+        if not rows:
+            continue
+        for key in dict.fromkeys(key for row in rows for key in row):  # in order of first appearance
+            if key not in values:
+                values[key] = [None] * count
+            column = (row.get(key) for row in rows)
+            values[key].extend(texts.setdefault(v, v) if isinstance(v, str) else v for v in column)
+        count += len(rows)
+        for column in values.values():
+            if len(column) < count:
+                column.extend([None] * (count - len(column)))
+        batch.runs.append(run)
+        batch.used.append(path)
+    batch.columns.update((key, _packed(column)) for key, column in values.items())
+    return batch
+
+
+#: A batch's values of one frame column: a numpy array where they are all numbers (they travel from a
+#: worker as raw bytes and join without conversion), else a list.
+Column = np.ndarray | list
+
+
+def _packed(values: list[object]) -> Column:
+    """``values`` as the array pandas would make of them (int64 for ints only; float64 with NaN for numbers
+    and None, at least one a number), or as they are."""
+    kinds = set(map(type, values))
+    try:
+        if kinds == {int}:
+            return np.array(values, dtype=np.int64)
+        if kinds <= {int, float, type(None)} and kinds & {int, float} and kinds != {int}:
+            return np.array([math.nan if value is None else value for value in values], dtype=np.float64)
+    except OverflowError:  # an integer past 64 bits: pandas keeps it as an object
+        pass
+    return values
+
+
+def _append_columns(columns: dict[str, list[Column | int]], count: int, new: dict[str, Column]) -> int:
+    """Append ``new`` (one batch's rows as columns) to ``columns`` (``count`` rows so far, each column a list
+    of parts; an int part stands for that many missing values); return the new count."""
+    added = len(next(iter(new.values()))) if new else 0
+    for key, values in new.items():
+        if key not in columns:
+            columns[key] = [count] if count else []
+        columns[key].append(values)
+    count += added
+    for key, parts in columns.items():
+        if key not in new and added:
+            parts.append(added)
+    return count
+
+
+def _joined(parts: list[Column | int]) -> Column:
+    """One column of the frame from its parts (``_append_columns``): one array when every part is numeric
+    (missing values NaN), else one list (missing values None)."""
+    if all(isinstance(part, np.ndarray | int) for part in parts) and any(
+        isinstance(part, np.ndarray) for part in parts
+    ):
+        return np.concatenate(
+            [part if isinstance(part, np.ndarray) else np.full(part, math.nan) for part in parts]
+        )
+    joined: list[object] = []
+    for part in parts:
+        joined.extend([None] * part if isinstance(part, int) else list(part))
+    return joined
+
+
+def map_batches(
+    function: Callable[..., T],
+    files: list[Path],
+    *args: object,
+    meanwhile: Callable[[], object] | None = None,
+) -> list[T]:
+    """``function(batch, *args)`` of consecutive batches of ``files``, in order: in worker processes, a few
+    batches per CPU, when there are many files and CPUs (JSON parsing is the whole cost of loading a fleet
+    of runs, and it is CPU-bound), else all files in one batch here. ``function`` must be a module-level
+    function (it is sent to the workers by name).
+
+    ``meanwhile`` is called in this process once the workers have started (before the batch without
+    them): work of its own, such as the imports the caller needs next (SciPy's take half a second), done
+    while the workers parse instead of after them."""
     workers = min(
         len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1, 8
     )
     if len(files) < PARALLEL_MIN_FILES or workers < 2:
-        return [function(path, *args) for path in files]
+        if meanwhile is not None:
+            meanwhile()
+        return [function(files, *args)]
+    size = -(-len(files) // (4 * workers))
+    batches = [files[start : start + size] for start in range(0, len(files), size)]
     with ProcessPoolExecutor(max_workers=workers) as pool:
-        chunksize = max(1, len(files) // (4 * workers))
-        columns = [[arg] * len(files) for arg in args]
-        return list(pool.map(function, files, *columns, chunksize=chunksize))
+        futures = [pool.submit(function, batch, *args) for batch in batches]  # starts the workers
+        if meanwhile is not None:
+            meanwhile()
+        return [future.result() for future in futures]
 
 
-def read_run(path: Path, samples: bool) -> dict | str:
+def read_run(path: Path, samples: Samples) -> dict | str:
     """The parsed pytest-benchmark run in ``path`` (``samples``: with its raw samples), or one line naming
     the file and why it is not one (unreadable, empty, not UTF-8, not JSON, no 'benchmarks' list)."""
     try:
@@ -347,7 +454,7 @@ def read_run(path: Path, samples: bool) -> dict | str:
     return doc
 
 
-def _read_file(path: Path, samples: bool, facts: Sequence[str] = ()) -> FileResult:
+def _read_file(path: Path, samples: Samples, facts: Sequence[str] = ()) -> FileResult:
     """Return (launchbench rows, run info, problem lines) of one file; no rows when it is unusable."""
     doc = read_run(path, samples)
     if isinstance(doc, str):
@@ -386,30 +493,85 @@ def _checked_run(doc: Mapping, source: str) -> FileResult:
     return rows, _run_info(doc, ours, rows, source), problems
 
 
-def _parse(raw: bytes, samples: bool) -> object:
-    """``json.loads`` of ``raw``, with its raw samples cut out first unless ``samples``; an error is always
-    the one of the text as written, so its position points into the file."""
-    if not samples:
+#: Which raw samples to read: every case's (True), none (False), or those of the cases (benchmarks of the
+#: saved JSON) a predicate picks: parsing samples is most of the cost of loading a run, and many cases'
+#: samples are never used by a command.
+Samples = bool | Callable[[Mapping], bool]
+
+
+def _parse(raw: bytes, samples: Samples) -> object:
+    """The parsed JSON of ``raw``, with the raw samples ``samples`` does not ask for cut out first.
+
+    orjson parses a saved run several times faster than ``json`` (numbers are most of its text); where it
+    refuses a file (NaN, an integer past 64 bits, not UTF-8, not JSON), ``json.loads`` of the text as
+    written decides, so what it accepts is read and its error, with a position in the file, is the one
+    reported."""
+    text, spans = (raw, []) if samples is True else _without_samples(raw)
+    doc = _loads(text, raw)
+    if callable(samples) and spans:
+        _restore_samples(doc, raw, spans, samples)
+    return doc
+
+
+def _loads(text: bytes, raw: bytes) -> object:
+    """``text`` (``raw``, or ``raw`` with its samples cut out) parsed: by orjson, else by ``json``; an error
+    is the one of ``raw``, so its position points into the file."""
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        pass
+    if text is not raw:
         try:
-            return json.loads(_without_samples(raw))
+            return json.loads(text)
         except ValueError:
             pass
     return json.loads(raw)
 
 
-def _without_samples(raw: bytes) -> bytes:
+def _without_samples(raw: bytes) -> tuple[bytes, list[tuple[int, int]]]:
     """``raw`` with every raw-sample list (``"data": [...]``, flat numbers as pytest-benchmark writes them)
-    replaced by ``null``; ``raw`` itself when its text does not look like that, so JSON errors stay exact."""
+    replaced by ``null``, and where in ``raw`` each list was; ``raw`` itself (and no places) when its text
+    does not look like that, so JSON errors stay exact."""
     key = b'"data": ['
     parts = []
+    spans = []
     position = 0
     while (start := raw.find(key, position)) >= 0:
         end = raw.find(b"]", start)
         if end < 0 or raw.find(b"{", start, end) >= 0 or raw.find(b'"', start + len(key), end) >= 0:
-            return raw
+            return raw, []
         parts += [raw[position : start + len(key) - 1], b"null"]
+        spans.append((start + len(key) - 1, end + 1))
         position = end + 1
-    return b"".join([*parts, raw[position:]]) if parts else raw
+    return (b"".join([*parts, raw[position:]]), spans) if parts else (raw, [])
+
+
+def _restore_samples(
+    doc: object, raw: bytes, spans: list[tuple[int, int]], wanted: Callable[[Mapping], bool]
+) -> None:
+    """Put back into ``doc`` the raw samples of the benchmarks ``wanted`` picks, parsed from their ``spans``
+    of ``raw``: pytest-benchmark writes one list per benchmark, in order, so the k-th list cut out is the
+    k-th benchmark's whose samples are null now. Where the counts disagree (a hand-made file), the samples
+    of the benchmarks wanted are read from the whole text instead."""
+    benchmarks = doc.get("benchmarks") if isinstance(doc, dict) else None
+    if not isinstance(benchmarks, list):
+        return
+    cut = [
+        bench
+        for bench in benchmarks
+        if isinstance(bench, dict)
+        and isinstance(bench.get("stats"), dict)
+        and bench["stats"].get("data", 0) is None
+    ]
+    if len(cut) == len(spans):
+        for bench, (start, end) in zip(cut, spans, strict=True):
+            if wanted(bench):
+                bench["stats"]["data"] = _loads(raw[start:end], raw[start:end])
+        return
+    whole = _loads(raw, raw)
+    for bench, full in zip(benchmarks, whole["benchmarks"], strict=True):
+        if isinstance(bench, dict) and isinstance(bench.get("stats"), dict) and wanted(bench):
+            bench["stats"]["data"] = full["stats"].get("data")
 
 
 def _is_ours(bench: dict) -> bool:
@@ -472,9 +634,9 @@ def _drop_bad_samples(bench: dict) -> str | None:
 
 
 def _all_numbers(values: object) -> bool:
-    return isinstance(values, list) and all(
-        isinstance(value, int | float) and not isinstance(value, bool) for value in values
-    )
+    """Whether ``values`` is a list of JSON numbers (ints and floats, not bools: ``type``, not
+    ``isinstance``), checked at C speed (a run holds 10⁵ samples)."""
+    return isinstance(values, list) and set(map(type, values)) <= {int, float}
 
 
 def _positive(value: object) -> bool:
@@ -591,8 +753,7 @@ def _digest(ours: list[dict]) -> str:
         ]
         for bench in ours
     ]
-    text = json.dumps(cases, sort_keys=True, default=str, allow_nan=True)
-    return hashlib.sha256(text.encode()).hexdigest()
+    return hashlib.sha256(orjson.dumps(cases, default=str, option=orjson.OPT_SORT_KEYS)).hexdigest()
 
 
 def _rows_from_run(doc: Mapping, source: str) -> list[dict[str, object]]:
@@ -628,8 +789,9 @@ def _rows_from_run(doc: Mapping, source: str) -> list[dict[str, object]]:
     return rows
 
 
-def _frame(rows: list[dict[str, object]]) -> pd.DataFrame:
-    """The frame of ``rows``; an empty frame still has ``BASE_COLUMNS`` so callers can select them."""
+def _frame(rows: list[dict[str, object]] | dict[str, Column]) -> pd.DataFrame:
+    """The frame of ``rows`` (one dict per row, or one list per column); an empty frame still has
+    ``BASE_COLUMNS`` so callers can select them."""
     if not rows:
         return pd.DataFrame(columns=list(BASE_COLUMNS))
     frame = pd.DataFrame(rows)

@@ -34,8 +34,6 @@ from analysis.intervals import positive_interval
 from model.tables import format_table
 from model.units import fmt_count, fmt_rate, fmt_si, fmt_time
 
-#: Output formats of ``python -m analysis compare``.
-FORMATS = ("text", "markdown", "csv", "json")
 #: Up to this many groups are columns; past it, rows.
 WIDE_MAX_GROUPS = 2
 #: Widest line a rows-layout block may take, characters.
