@@ -225,17 +225,18 @@ def group_runs(runs: pd.DataFrame, by: str, baseline: str | None, fact_column: s
         )
     chosen = choose_baseline(order, baseline, what)
     order = [chosen, *(label for label in order if label != chosen)]
-    groups = []
-    for index, label in enumerate(order):
-        members = runs[[own == label for own in labels]]
-        groups.append(
-            Group(
-                code=group_code(index),
-                label=label,
-                runs=tuple(str(source) for source in members["source"]),
-                machines=tuple(dict.fromkeys(str(machine) for machine in members["machine_id"])),
-            )
+    members: dict[str, list[tuple[str, str]]] = {label: [] for label in order}
+    for label, source, machine in zip(labels, runs["source"], runs["machine_id"], strict=True):
+        members[label].append((str(source), str(machine)))
+    groups = [
+        Group(
+            code=group_code(index),
+            label=label,
+            runs=tuple(source for source, _ in members[label]),
+            machines=tuple(dict.fromkeys(machine for _, machine in members[label])),
         )
+        for index, label in enumerate(order)
+    ]
     of_source = dict(zip((str(source) for source in runs["source"]), labels, strict=True))
     return Groups(by=by, groups=tuple(groups), of_source=of_source)
 

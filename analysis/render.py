@@ -87,7 +87,11 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]], markdown: bool)
 
 
 def group_lines(groups: Sequence[Group], by: str, markdown: bool) -> list[str]:
-    """The groups, once: letter, label, and how many runs (of how many machines) each pools."""
+    """The groups, once: letter, label, and how many runs (of how many machines) each pools; with one group
+    only, how to get more."""
+    if len(groups) == 1:
+        hint = "; --by run sets its runs side by side" if by != "run" and len(groups[0].runs) > 1 else ""
+        return [f"One group only (by {by}): {groups[0].label}, nothing to compare it with{hint}."]
     lines = [f"Groups (by {by}; ratios are to {groups[0].code}, the baseline):"]
     bullet = "- " if markdown else "  "
     for group in groups:
@@ -249,7 +253,11 @@ def case_lines(
         rows.append(cells)
     lines = [*group_lines(groups, by, markdown), ""]
     if not rows:
-        return [*lines, "No case measured in both the baseline and another group."]
+        return (
+            lines
+            if len(groups) == 1
+            else [*lines, "No case measured in both the baseline and another group."]
+        )
     lines += _table(header, rows, markdown)
     if len(shown) < len(rows_ranked):
         lines.append(
