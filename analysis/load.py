@@ -328,7 +328,7 @@ class _Batch:
 def _read_batch(paths: list[Path], samples: Samples, facts: Sequence[str]) -> _Batch:
     """``_read_file`` of each of ``paths``, joined: the rows travel from a worker as one array (or list) per
     column, not as one dict per row, which would be most of a fleet's memory and of its transfer time."""
-    values: dict[str, list[object]] = {}  # one list per column, missing values None
+    values: dict[str, list[object]] = {}  # one list per column; a key a row lacks is NaN, as pandas has it
     # One object per distinct text: the rows repeat a few texts (case, op, machine) 10⁵ times, and shared
     # objects travel from a worker once and take memory once.
     texts: dict[str, str] = {}
@@ -341,13 +341,13 @@ def _read_batch(paths: list[Path], samples: Samples, facts: Sequence[str]) -> _B
             continue
         for key in dict.fromkeys(key for row in rows for key in row):  # in order of first appearance
             if key not in values:
-                values[key] = [None] * count
-            column = (row.get(key) for row in rows)
+                values[key] = [math.nan] * count
+            column = (row.get(key, math.nan) for row in rows)
             values[key].extend(texts.setdefault(v, v) if isinstance(v, str) else v for v in column)
         count += len(rows)
         for column in values.values():
             if len(column) < count:
-                column.extend([None] * (count - len(column)))
+                column.extend([math.nan] * (count - len(column)))
         batch.runs.append(run)
         batch.used.append(path)
     batch.columns.update((key, _packed(column)) for key, column in values.items())
@@ -389,8 +389,8 @@ def _append_columns(columns: dict[str, list[Column | int]], count: int, new: dic
 
 
 def _joined(parts: list[Column | int]) -> Column:
-    """One column of the frame from its parts (``_append_columns``): one array when every part is numeric
-    (missing values NaN), else one list (missing values None)."""
+    """One column of the frame from its parts (``_append_columns``): one array when every part is numeric,
+    else one list of Python values; missing values NaN either way."""
     if all(isinstance(part, np.ndarray | int) for part in parts) and any(
         isinstance(part, np.ndarray) for part in parts
     ):
@@ -399,7 +399,13 @@ def _joined(parts: list[Column | int]) -> Column:
         )
     joined: list[object] = []
     for part in parts:
-        joined.extend([None] * part if isinstance(part, int) else list(part))
+        joined.extend(
+            [math.nan] * part
+            if isinstance(part, int)
+            else part.tolist()
+            if isinstance(part, np.ndarray)
+            else part
+        )
     return joined
 
 
@@ -569,6 +575,8 @@ def _restore_samples(
                 bench["stats"]["data"] = _loads(raw[start:end], raw[start:end])
         return
     whole = _loads(raw, raw)
+    if not isinstance(whole, dict) or len(whole.get("benchmarks") or ()) != len(benchmarks):
+        return
     for bench, full in zip(benchmarks, whole["benchmarks"], strict=True):
         if isinstance(bench, dict) and isinstance(bench.get("stats"), dict) and wanted(bench):
             bench["stats"]["data"] = full["stats"].get("data")
