@@ -1,9 +1,19 @@
-"""``python -m analysis``: saved runs -> machine table, figures, Markdown report.
+"""``python -m analysis``: saved runs -> comparison tables, figures, Markdown report.
 
-The only module of ``analysis`` that prints or exits. Every expected failure is a ``CLIError``, raised where
-the input is checked (paths, ``--out``, ``--baseline``) and turned into one line on stderr and exit code 1 in
-``main``. Problems with single input files are warnings (one line each) and the rest is used; the exit
-code is non-zero only when no usable launchbench case is left.
+The only module of ``analysis`` that prints or exits. Every expected failure is a ``CLIError`` (or an
+``analysis.output.OutputError`` about the output folder), raised where the input is checked (paths,
+``--out``, ``--baseline``) and turned into one line on stderr and exit code 1 in ``main``; a bad command
+line is one line and exit code 2. Problems with single input files are warnings (one line each) and the
+rest is used; the exit code is non-zero only when no usable launchbench case is left (``compare``: no usable
+case of any pytest-benchmark suite, whose runs it compares case by case).
+
+``--out`` is checked before anything is loaded (``analysis.output.check_out``): a folder that can be
+created and written, outside every input's run storage; ``report`` and ``plot`` replace only their own
+files in it. Ctrl-C, SIGTERM and SIGHUP end a command with one line and exit code 128 + the signal's
+number, after the loader's worker processes have ended; a folder ``--out`` created for a command that
+wrote nothing is removed again. The commands import pandas and the rest of ``analysis`` when they run, so
+that ``--help`` is quick and a Ctrl-C while they load is handled too. Every line goes through
+``model.units.text_for_stream``, so a terminal that cannot encode µ or × gets "us" and "x".
 
 Unlike runs are never pooled (``analysis.runs``): by default every command uses the complete full runs,
 counts a run saved twice once, and names each run it leaves out (quick, partial) with the flag that
@@ -14,42 +24,112 @@ includes it. ``compare`` prints which runs it used above its table, ``report`` w
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
+import signal
 import sys
-from collections.abc import Callable, Sequence
+import threading
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
+from typing import IO, TYPE_CHECKING, NoReturn, TextIO
 
-from analysis.load import LoadResult, Samples, load_runs
-from analysis.runs import Selection, select_runs, selection_lines
+from analysis.output import OutputError, check_out, check_replaceable, publish, remove_created, staging
+from model.units import text_for_stream
 
 if TYPE_CHECKING:
     import pandas as pd
 
     from analysis.compare import Groups
+    from analysis.load import LoadResult, Samples
+    from analysis.runs import Selection
 
 _PROG = "python -m analysis"
 #: ``compare``'s output formats (``analysis.render``): for people, then for scripts.
 FORMATS = ("text", "markdown", "csv", "json")
+#: The plot command's name for its files in the output folder's manifest (``analysis.output``).
+_PLOT_OWNER = "plot"
 
 
 class CLIError(Exception):
     """An error the user can fix from the command line; its message is one line."""
 
 
+class _UsageError(Exception):
+    """A bad command line: argparse's message, as one line."""
+
+
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM or SIGHUP, raised in the main thread so that the command stops as on Ctrl-C."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+def _say(text: str, stream: TextIO | None = None) -> None:
+    """Print one line (or several) to ``stream`` (stdout), in spellings the stream can encode."""
+    stream = stream or sys.stdout
+    stream.write(text_for_stream(text, stream) + "\n")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run one subcommand; return the process exit code (0 ok, 1 nothing usable or bad input, 2 usage)."""
-    args = _parser().parse_args(argv)
+    """Run one subcommand; return the process exit code (0 ok, 1 nothing usable or bad input, 2 usage,
+    128 + N when stopped by signal N)."""
+    with _stop_signals():
+        try:
+            args = _parser().parse_args(argv)
+            return args.command(args)
+        except _UsageError as exc:
+            _say(str(exc), sys.stderr)
+            return 2
+        except (CLIError, OutputError) as exc:
+            _say(f"{_PROG}: error: {exc}", sys.stderr)
+            return 1
+        except KeyboardInterrupt as exc:
+            signum = getattr(exc, "signum", signal.SIGINT)
+            _say(f"{_PROG}: stopped by {signal.Signals(signum).name} before it finished", sys.stderr)
+            return 128 + signum
+
+
+@contextlib.contextmanager
+def _stop_signals() -> Iterator[None]:
+    """SIGTERM and SIGHUP stop the command as Ctrl-C does (an exception in the main thread, so that the
+    loader's workers are ended and the output is left whole) instead of killing it outright; the handlers
+    before are restored after. Only in the main thread, the one Python delivers signals to."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    wanted = [getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name)]
+
+    def stop(signum: int, _frame: object) -> NoReturn:
+        raise _Terminated(signum)
+
+    old = {signum: signal.signal(signum, stop) for signum in wanted}
     try:
-        return args.command(args)
-    except CLIError as exc:
-        print(f"{_PROG}: error: {exc}", file=sys.stderr)
-        return 1
+        yield
+    finally:
+        for signum, handler in old.items():
+            signal.signal(signum, handler)
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line errors and help in the terminal's spellings."""
+
+    def error(self, message: str) -> NoReturn:
+        raise _UsageError(f"{self.prog}: error: {message}")
+
+    def print_help(self, file: IO[str] | None = None) -> None:
+        file = file or sys.stdout
+        file.write(text_for_stream(self.format_help(), file))
+
+    def print_usage(self, file: IO[str] | None = None) -> None:
+        file = file or sys.stdout
+        file.write(text_for_stream(self.format_usage(), file))
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog=_PROG,
         description="Read saved launchbench runs (pytest-benchmark JSON), fit them, compare machines, "
         "and hold them against the model.",
@@ -61,9 +141,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     _add_paths(report)
     _add_baseline(report)
-    report.add_argument(
-        "--out", type=Path, default=Path("report"), help="output folder (default: %(default)s)"
-    )
+    _add_out(report, "report.md and figures/")
     report.set_defaults(command=_report)
 
     compare = commands.add_parser(
@@ -79,7 +157,7 @@ def _parser() -> argparse.ArgumentParser:
     plot = commands.add_parser("plot", help="write the figures (PNG and SVG)", description=_plot.__doc__)
     _add_paths(plot)
     _add_baseline(plot)
-    plot.add_argument("--out", type=Path, default=Path("report"), help="output folder (default: %(default)s)")
+    _add_out(plot, "the figures")
     plot.set_defaults(command=_plot)
     return parser
 
@@ -158,6 +236,22 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _add_out(parser: argparse.ArgumentParser, what: str) -> None:
+    parser.add_argument(
+        "--out",
+        default="report",
+        metavar="DIR",
+        help=f"output folder for {what}, created if missing; never inside an input's run storage "
+        "(default: %(default)s)",
+    )
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help=f"replace {what} in DIR even where a file there was not written by this command or was "
+        "changed since (a hand-edited report.md); other files are never touched",
+    )
+
+
 def _add_baseline(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--baseline",
@@ -170,6 +264,8 @@ def _add_baseline(parser: argparse.ArgumentParser) -> None:
 def _load(args: argparse.Namespace, *modules: str) -> Selection:
     """Load ``args.paths`` (importing ``modules`` meanwhile, ``_importer``) and keep the runs that may be
     pooled (``_selected``); raise ``CLIError`` when ``args.baseline`` names no machine of the runs used."""
+    from analysis.load import load_runs
+
     loaded = load_runs(args.paths, samples=_samples(args, points=False), meanwhile=_importer(*modules))
     selection = _selected(args, loaded)
     from analysis.compare import choose_baseline
@@ -181,26 +277,33 @@ def _load(args: argparse.Namespace, *modules: str) -> Selection:
     return selection
 
 
-def _check_out(out: Path, paths: Sequence[str]) -> None:
-    """Refuse an output folder inside an input folder: saved-run storage is only ever read."""
-    target = out.resolve()
-    for raw in paths:
-        source = Path(raw)
-        if source.is_dir() and target.is_relative_to(source.resolve()):
-            raise CLIError(f"--out {out} lies inside the input folder {source}; storage is only read")
+@contextlib.contextmanager
+def _out_folder(args: argparse.Namespace) -> Iterator[Path]:
+    """``args.out``, checked before any work (``analysis.output.check_out``) and created when missing; a
+    folder created here that is still empty when the command ends (it failed, or was stopped) is removed."""
+    created = check_out(args.out, args.paths)
+    try:
+        yield Path(args.out)
+    finally:
+        remove_created(created)
 
 
 def _report(args: argparse.Namespace) -> int:
     """Write DIR/report.md: inputs, machines, fitted figures with confidence intervals, measured vs
     predicted with errors, the machine comparison, and the figures (PNG and SVG) it links."""
-    _check_out(args.out, args.paths)
-    selection = _load(args, "analysis.report")
-    from analysis.report import write_report
+    from analysis.report import OWNER, REPORT_NAME, write_report
 
-    written = write_report(selection, out_dir=args.out, baseline=args.baseline)
+    with _out_folder(args) as out:
+        check_replaceable(out, OWNER, [REPORT_NAME], args.force)
+        selection = _load(args)
+        written = write_report(selection, out_dir=out, baseline=args.baseline, force=args.force)
+    for line in written.kept:
+        _say(f"{_PROG}: warning: {line}", sys.stderr)
     used, left_out = len(selection.result.runs), len(selection.left_out)
-    print(
-        f"wrote {written.path} ({len(written.figures)} figure files; {used} run(s) used, {left_out} left out)"
+    stale = f"; {len(written.removed)} file(s) of the earlier report removed" if written.removed else ""
+    _say(
+        f"wrote {written.path} ({len(written.figures)} figure files; {used} run(s) used, {left_out} left out"
+        f"{stale})"
     )
     return 0
 
@@ -213,7 +316,8 @@ def _compare(args: argparse.Namespace) -> int:
     fullname, min and median). Runs saved twice count once per group; quick and partial runs are left out
     unless included, and with --by run each is its own column, never pooled."""
     from analysis.facts import BY_MACHINE, BY_RUN
-    from analysis.load import fact_column
+    from analysis.load import fact_column, load_runs
+    from analysis.runs import selection_lines
 
     fact = None if args.by in (BY_MACHINE, BY_RUN) else args.by
     column = fact_column(fact) if fact else None
@@ -262,8 +366,10 @@ def _samples(args: argparse.Namespace, points: bool) -> Samples:
 def _selected(args: argparse.Namespace, loaded: LoadResult, apart: str | None = None) -> Selection:
     """The runs of ``loaded`` that may be pooled (``analysis.runs.select_runs``; ``apart``: a column whose
     values are kept apart); one warning per load problem; ``CLIError`` when nothing usable is left."""
+    from analysis.runs import select_runs
+
     for problem in loaded.problems:
-        print(f"{_PROG}: warning: {problem}", file=sys.stderr)
+        _say(f"{_PROG}: warning: {problem}", sys.stderr)
     if loaded.frame.empty:
         raise CLIError(f"no usable launchbench run in {', '.join(map(str, args.paths))}")
     selection = select_runs(
@@ -271,7 +377,7 @@ def _selected(args: argparse.Namespace, loaded: LoadResult, apart: str | None = 
     )
     if selection.result.frame.empty:
         for line in selection.left_out:
-            print(f"{_PROG}: {line}", file=sys.stderr)
+            _say(f"{_PROG}: {line}", sys.stderr)
         raise CLIError(
             f"every run was left out ({len(selection.left_out)}, each named above); --include-quick and "
             "--include-partial pool quick and partial runs"
@@ -304,7 +410,7 @@ def _compare_cases(args: argparse.Namespace, fact: str | None) -> int:
     column = fact_column(fact) if fact else None
     cases = load_cases(args.paths, samples=not args.no_samples, facts=(fact,) if fact else ())
     for problem in cases.problems:
-        print(f"{_PROG}: warning: {problem}", file=sys.stderr)
+        _say(f"{_PROG}: warning: {problem}", sys.stderr)
     if cases.frame.empty:
         raise CLIError(f"no usable pytest-benchmark run in {', '.join(map(str, args.paths))}")
     left_out: list[str] = []
@@ -328,7 +434,7 @@ def _print_figures(args: argparse.Namespace, head: list[str], table: pd.DataFram
     if args.format in ("csv", "json"):
         return _print_for_scripts(args, head, with_codes(table, groups.groups), groups, "figures")
     lines = figure_lines(table, groups.groups, groups.by, markdown=args.format == "markdown")
-    print("\n".join([*head, "", *lines]))
+    _say("\n".join([*head, "", *lines]))
     return 0
 
 
@@ -346,7 +452,7 @@ def _print_cases(
         return _print_for_scripts(args, head, with_codes(table, groups.groups), groups, "cases")
     markdown = args.format == "markdown"
     lines = case_lines(table, groups.groups, groups.by, keys, statistics, markdown, args.top)
-    print("\n".join([*head, "", *lines]))
+    _say("\n".join([*head, "", *lines]))
     return 0
 
 
@@ -365,8 +471,8 @@ def _print_for_scripts(
             table = table.head(args.top + int((table["mark"] == "baseline").sum()))
     if args.format == "csv":
         for line in head:
-            print(f"{_PROG}: {line}", file=sys.stderr)
-        print(csv_text(table), end="")
+            _say(f"{_PROG}: {line}", sys.stderr)
+        _say(csv_text(table).rstrip("\n"))
         return 0
     document = {
         "by": groups.by,
@@ -378,26 +484,32 @@ def _print_for_scripts(
         "notes": head,
         name: table,
     }
-    print(json_text(document))
+    _say(json_text(document))
     return 0
 
 
 def _plot(args: argparse.Namespace) -> int:
     """Write the figures (PNG and SVG) into DIR: time vs size with the fitted law, measured vs predicted,
     machines side by side, and the GPU/decode figures when those cases are present."""
-    _check_out(args.out, args.paths)
-    selection = _load(args, "analysis.compare", "analysis.plots")
-    from analysis.compare import figure_table
-    from analysis.fits import fit_all
-    from analysis.plots import plot_all
+    with _out_folder(args) as out:
+        selection = _load(args, "analysis.compare", "analysis.plots")
+        from analysis.compare import figure_table
+        from analysis.fits import fit_all
+        from analysis.plots import plot_all
+        from analysis.runs import selection_lines
 
-    for line in selection_lines(selection):
-        print(f"{_PROG}: {line}", file=sys.stderr)
-    frame = selection.result.frame
-    fits = fit_all(frame)
-    paths = plot_all(frame, fits, figure_table(frame, fits, args.baseline), out_dir=args.out)
+        for line in selection_lines(selection):
+            _say(f"{_PROG}: {line}", sys.stderr)
+        frame = selection.result.frame
+        fits = fit_all(frame)
+        with staging(out) as stage:
+            staged = plot_all(frame, fits, figure_table(frame, fits, args.baseline), out_dir=stage)
+            published = publish(stage, out, _PLOT_OWNER, args.force)
+            paths = [out / path.relative_to(stage) for path in staged]
+    for line in published.kept:
+        _say(f"{_PROG}: warning: {line}", sys.stderr)
     for path in paths:
-        print(path)
+        _say(str(path))
     return 0
 
 

@@ -9,17 +9,19 @@ Files written by ``--benchmark-json``, ``--benchmark-save`` and ``--benchmark-au
 What differs between pytest-benchmark 3.x and 5.x, and is handled here:
 
 - ``extra_info`` exists from 3.1.0a2 on (older runs cannot hold launchbench cases);
-- ``stats["ops"]`` exists from 3.1.0 on; it is filled by pytest-benchmark's own ``normalize_stats``;
+- ``stats["ops"]`` exists from 3.1.0 on; it is filled as 1 / mean (as pytest-benchmark's ``normalize_stats``
+  does) for older runs;
 - ``datetime`` is naive UTC up to 4.x and timezone-aware from 5.0 on: both are read as UTC;
 - the CPU name is ``machine_info["cpu"]["brand_raw"]`` from 3.4 (py-cpuinfo 6) on, ``["brand"]`` before;
 - ``stats["data"]`` (raw per-iteration samples) is there only when the run was saved with data (the default).
 
-Every case is checked before it is used: a time that is not a finite number > 0 (stats ``min``, ``median``,
-``mean``, ``max``; ``gpu_time_s``), statistics out of order (min > median), or a coordinate out of range
-(``n``, ``pieces``, ``n_calls``, ``n_kernels``, ``bytes`` … ≤ 0) drops that case with one line naming the
-file, the case and the value, and the rest is used. Raw samples that are not finite and > 0 are left out of
-their case (its statistics stay). So no impossible number (a negative time, an infinite bandwidth, a
-prediction for zero pieces) reaches a fit or a table.
+Every run is checked field by field before any of it is used (``analysis.schema``, the one place that
+knows what a valid run holds): a case with a wrong statistic or coordinate is dropped with one line naming
+the file, the case and the field; raw samples that are not finite times are left out of their case; a file
+whose run-level fields (machine, run record) are wrong, or that cannot be read or parsed at all (not UTF-8,
+not JSON, truncated, nested too deeply, too large for the memory available), is skipped with one line. So
+no impossible number (a negative time, an infinite bandwidth, a prediction for zero pieces) reaches a fit
+or a table, and the good files beside a bad one are still used.
 
 Beside the rows, ``LoadResult.runs`` holds one row per run file (``RUN_INFO_COLUMNS``): what its run record
 says (``benchmarks/run_record.py``: quick, completed or interrupted, unfinished cases, the selection, the
@@ -28,7 +30,8 @@ pooled. Runs saved before the record existed are read as "legacy": quick or full
 (``LEGACY_QUICK_MAX_TIME_S``), their conditions are unknown.
 
 Storage is only ever read: nothing here opens a file for writing or creates a folder (pytest-benchmark's
-``FileStorage`` creates its folder, so its query code is not reused; its ``normalize_stats`` is).
+``FileStorage`` creates its folder, so its query code is not reused), and the parsed documents are not
+changed (``load_doc``'s caller keeps its run as it was).
 """
 
 from __future__ import annotations
@@ -38,6 +41,9 @@ import hashlib
 import json
 import math
 import os
+import signal
+import threading
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
@@ -47,11 +53,11 @@ from typing import TypeVar
 import numpy as np
 import orjson
 import pandas as pd
-from pytest_benchmark.stats import normalize_stats
 
 from analysis.facts import fact_text
-
-SUITE = "launchbench"
+from analysis.schema import RUN_RECORD_KEY as RUN_RECORD_KEY  # the data contract's keys, re-exported
+from analysis.schema import SUITE, CheckedRun, check_run, printable
+from analysis.signals import held, release
 
 #: pytest-benchmark statistics kept as columns; all are seconds per iteration except rounds/iterations/ops.
 STAT_COLUMNS = ("min", "max", "mean", "stddev", "median", "iqr", "q1", "q3", "ops", "rounds", "iterations")
@@ -68,10 +74,6 @@ RUN_COLUMNS = (
     "commit",
     "pb_version",
 )
-
-#: The saved JSON's top-level key of the run record (``benchmarks.run_record.RUN_RECORD_KEY``; saved data
-#: outlives code, so the key is part of the data contract, not an import).
-RUN_RECORD_KEY = "launchbench_run"
 
 #: Columns of ``LoadResult.runs``, one row per run file: identity; the record's quick / status /
 #: interrupted_by / planned / measured / unfinished (node ids) / selection; ``quick_basis`` (how quick was
@@ -116,28 +118,6 @@ RUN_INFO_COLUMNS = (
 #: existed (``benchmarks/test_numpy_calls.py``, ``QUICK_MAX_TIME_S``; a full run gave 0.5 s).
 LEGACY_QUICK_MAX_TIME_S = 0.1
 LEGACY_QUICK_CASES = ("ufunc_size", "many_vs_one")
-
-#: Stats keys that are seconds per iteration and must be finite and > 0 (``REQUIRED_TIMES`` must be there).
-REQUIRED_TIMES = ("min", "median", "mean")
-OPTIONAL_TIMES = ("max", "q1", "q3")
-#: Stats keys that are spreads in seconds: finite and ≥ 0 where present.
-SPREADS = ("iqr", "stddev")
-#: ``extra_info`` coordinates that must be finite numbers > 0 where present (counts, bytes, rates, times),
-#: and those that may be 0 (a requested kernel duration of 0 ns; FLOPs of a pure copy).
-POSITIVE_COORDINATES = (
-    "n",
-    "pieces",
-    "n_calls",
-    "n_kernels",
-    "bytes",
-    "batch",
-    "ctx",
-    "rows",
-    "cols",
-    "gpu_time_s",
-    "spec_bytes_per_s",
-)
-NON_NEGATIVE_COORDINATES = ("kernel_ns", "flops")
 
 #: Columns of every frame, also of an empty one: run columns, benchmark identity, stats and raw samples.
 BASE_COLUMNS = (*RUN_COLUMNS, "name", "fullname", "group", *STAT_COLUMNS, "data")
@@ -216,8 +196,9 @@ def load_doc(doc: Mapping, source: str) -> LoadResult:
     Frame columns: ``RUN_COLUMNS``, then ``name``, ``fullname``, ``group``, every ``extra_info`` key, the
     ``STAT_COLUMNS`` and ``data`` (the raw per-iteration samples in seconds as a float64 numpy array, or None
     when not saved). Benchmarks of other suites are left out; a run with none of ours gives an empty frame.
+    ``doc`` is not changed.
     """
-    rows, run, problems = _checked_run(doc, source)
+    rows, run, problems = _loaded(check_run(doc, source), source)
     runs = pd.DataFrame([run] if rows else [], columns=list(RUN_INFO_COLUMNS))
     return LoadResult(
         frame=_frame(rows), problems=tuple(problems), files_used=(Path(source),) if rows else (), runs=runs
@@ -242,8 +223,8 @@ def load_runs(
 
     Each path is a file, a folder (searched recursively for ``*.json``, as pytest-benchmark's storage nests
     runs in one folder per platform) or a glob (``**`` allowed). A file that cannot be read, is not JSON, is
-    not a pytest-benchmark run or holds no launchbench case adds one line to ``problems`` and is skipped; so
-    does a path that matches nothing.
+    not a pytest-benchmark run or holds no usable launchbench case adds one line to ``problems`` and is
+    skipped; so does a path that matches nothing, and a folder under a path that cannot be read.
     """
     files, problems = _expand(paths)
     columns: dict[str, list[Column | int]] = {}
@@ -276,7 +257,7 @@ def expand_paths(paths: Iterable[str | Path]) -> tuple[list[Path], list[str]]:
 
 def _expand(paths: Iterable[str | Path]) -> tuple[list[Path], list[str]]:
     """Return the JSON files ``paths`` name (each once, in the order given, folders sorted) and the problems
-    of paths that name none."""
+    of paths that name none and of folders that cannot be read."""
     files: list[Path] = []
     problems: list[str] = []
     seen: set[Path] = set()
@@ -294,21 +275,41 @@ def _expand(paths: Iterable[str | Path]) -> tuple[list[Path], list[str]]:
         elif _GLOB_CHARS & set(text):
             matches = [Path(match) for match in sorted(glob.glob(text, recursive=True))]  # noqa: PTH207 (absolute patterns)
             if not matches:
-                problems.append(f"{text}: the pattern matches no file")
+                problems.append(f"{printable(text)}: the pattern matches no file")
                 continue
         else:
-            problems.append(f"{text}: no such file or folder")
+            problems.append(f"{printable(text)}: no such file or folder")
             continue
         for match in matches:
             if match.is_dir():
-                found = sorted(p for p in match.rglob("*.json") if p.is_file())
-                if not found:
-                    problems.append(f"{match}: folder holds no saved run (no .json file under it)")
+                found, unreadable = _json_files(match)
+                problems.extend(unreadable)
+                if not found and not unreadable:
+                    problems.append(f"{printable(match)}: folder holds no saved run (no .json file under it)")
                 for path in found:
                     add(path)
             else:
                 add(match)
     return files, problems
+
+
+def _json_files(folder: Path) -> tuple[list[Path], list[str]]:
+    """The ``*.json`` files under ``folder`` (sorted; symlinked folders not followed, as ``Path.rglob``),
+    and one line per folder under it that cannot be read (its runs would otherwise be missed in silence)."""
+    unreadable: list[str] = []
+
+    def note(error: OSError) -> None:
+        where = printable(error.filename if error.filename is not None else folder)
+        reason = error.strerror or error
+        unreadable.append(f"{where}: folder cannot be read ({reason}): the runs in it are not loaded")
+
+    found = [
+        Path(root) / name
+        for root, _, names in os.walk(folder, onerror=note)
+        for name in names
+        if name.endswith(".json")
+    ]
+    return sorted(path for path in found if path.is_file()), unreadable
 
 
 FileResult = tuple[list[dict[str, object]], dict[str, object] | None, list[str]]
@@ -422,7 +423,11 @@ def map_batches(
 
     ``meanwhile`` is called in this process once the workers have started (before the batch without
     them): work of its own, such as the imports the caller needs next (SciPy's take half a second), done
-    while the workers parse instead of after them."""
+    while the workers parse instead of after them.
+
+    The workers leave with their parent: on an interrupt (Ctrl-C, SIGTERM turned into one by the CLI) the
+    work not started is cancelled and the workers end after their current batch, before the interrupt goes
+    on; a worker whose parent has died (SIGKILL) ends by itself (``_worker_start``)."""
     workers = min(
         len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1, 8
     )
@@ -432,71 +437,90 @@ def map_batches(
         return [function(files, *args)]
     size = -(-len(files) // (4 * workers))
     batches = [files[start : start + size] for start in range(0, len(files), size)]
-    with ProcessPoolExecutor(max_workers=workers) as pool:
-        futures = [pool.submit(function, batch, *args) for batch in batches]  # starts the workers
+    pool = None
+    try:
+        with held():  # an interrupt while workers start would leave a pool that cannot be shut down
+            pool = ProcessPoolExecutor(
+                max_workers=workers, initializer=_worker_start, initargs=(os.getpid(),)
+            )
+            futures = [pool.submit(function, batch, *args) for batch in batches]  # starts the workers
         if meanwhile is not None:
             meanwhile()
         return [future.result() for future in futures]
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
 
 
-def read_run(path: Path, samples: Samples) -> dict | str:
-    """The parsed pytest-benchmark run in ``path`` (``samples``: with its raw samples), or one line naming
-    the file and why it is not one (unreadable, empty, not UTF-8, not JSON, no 'benchmarks' list)."""
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        return f"{path}: cannot be read ({exc.strerror or exc})"
-    if not raw.strip():
-        return f"{path}: file is empty"
-    try:
-        doc = _parse(raw, samples)
-    except UnicodeDecodeError:
-        return f"{path}: not a text file (not UTF-8), so not a saved run"
-    except json.JSONDecodeError as exc:
-        where = "ends early (truncated?)" if exc.pos >= len(raw.rstrip()) else "is not valid JSON"
-        return f"{path}: {where}: {exc.msg} at line {exc.lineno} column {exc.colno}"
-    if not isinstance(doc, dict) or not isinstance(doc.get("benchmarks"), list):
-        return f"{path}: JSON but not a pytest-benchmark run (no 'benchmarks' list)"
-    return doc
+#: How often (s) a loading worker checks that its parent is alive.
+_ORPHAN_CHECK_S = 0.5
+
+
+def _worker_start(command_pid: int) -> None:
+    """Set up a loading worker: Ctrl-C (sent to the whole process group) is the command's to handle, SIGTERM
+    ends the worker at once, and a thread ends it once the command (``command_pid``) is gone, killed
+    without a chance to stop its workers, so that no worker outlives it. (Under the "fork" start method the
+    worker's parent is the command; under "forkserver" it is multiprocessing's fork server, which outlives
+    a killed command: so the command itself is watched, where POSIX tells whether a process exists.)"""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    release()  # started while the command held the stop signals; a Ctrl-C held meanwhile is now ignored
+    parent = os.getppid()
+
+    def command_alive() -> bool:
+        if os.name != "posix":
+            return True  # Windows' os.kill(pid, 0) would send a Ctrl-C, not test the process
+        try:
+            os.kill(command_pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
+
+    def watch() -> None:
+        while os.getppid() == parent and command_alive():
+            time.sleep(_ORPHAN_CHECK_S)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="orphan-watch", daemon=True).start()
 
 
 def _read_file(path: Path, samples: Samples, facts: Sequence[str] = ()) -> FileResult:
-    """Return (launchbench rows, run info, problem lines) of one file; no rows when it is unusable."""
-    doc = read_run(path, samples)
-    if isinstance(doc, str):
-        return [], None, [doc]
-    rows, run, problems = _checked_run(doc, str(path))
+    """Return (launchbench rows, run info, problem lines) of one file; no rows when it is unusable. Memory
+    or recursion exhausted by an absurd file (10⁵ nested lists, a gigabyte of numbers) skip that file only.
+    ``facts``: as ``load_runs``'."""
+    name = printable(path)
+    try:
+        parsed = _parsed(path, samples)
+        if isinstance(parsed, str):
+            return [], None, [f"{name}: {parsed}"]
+        rows, run, problems = _loaded(check_run(parsed, str(path)), str(path))
+    except RecursionError:
+        return [], None, [f"{name}: nested too deeply to be a saved run (RecursionError)"]
+    except MemoryError:
+        return [], None, [f"{name}: too large to load in the memory available (MemoryError)"]
     if run is not None:
-        run.update((fact_column(name), fact_text(doc, name)) for name in facts)
+        run.update((fact_column(fact), fact_text(parsed, fact)) for fact in facts)
     return rows, run, problems
 
 
-def _checked_run(doc: Mapping, source: str) -> FileResult:
-    """(rows, run info, problem lines) of one parsed run: its launchbench cases, each checked."""
-    benchmarks = doc.get("benchmarks")
-    if not isinstance(benchmarks, list) or not benchmarks:
-        return [], None, [f"{source}: saved run holds no benchmarks"]
-    ours = [b for b in benchmarks if isinstance(b, dict) and _is_ours(b)]
-    if not ours:
-        return (
-            [],
-            None,
-            [f"{source}: no launchbench case among its {len(benchmarks)} benchmarks (another suite's run?)"],
-        )
-    problems = []
-    usable = []
-    for bench in ours:
-        problem = _case_problem(bench)
-        if problem is None:
-            problem = _drop_bad_samples(bench)
-            usable.append(bench)
-            if problem is None:
-                continue
-        problems.append(f"{source}: case {bench.get('fullname') or bench.get('name')}: {problem}")
-    if not usable:
-        return [], None, [*problems, f"{source}: none of its {len(ours)} launchbench cases is usable"]
-    rows = _rows_from_run({**doc, "benchmarks": usable}, source)
-    return rows, _run_info(doc, ours, rows, source), problems
+def read_run(path: Path, samples: Samples) -> dict | str:
+    """The parsed pytest-benchmark run in ``path`` (``samples`` as ``load_runs``'), or one line naming the
+    file and why it is not one (unreadable, empty, not UTF-8, not JSON, absurdly deep or large, no
+    'benchmarks' list): what any suite's runs are read with (``analysis.foreign``)."""
+    name = printable(path)
+    try:
+        parsed = _parsed(path, samples)
+    except RecursionError:
+        return f"{name}: nested too deeply to be a saved run (RecursionError)"
+    except MemoryError:
+        return f"{name}: too large to load in the memory available (MemoryError)"
+    if isinstance(parsed, str):
+        return f"{name}: {parsed}"
+    if not isinstance(parsed, dict) or not isinstance(parsed.get("benchmarks"), list):
+        return f"{name}: JSON but not a pytest-benchmark run (no 'benchmarks' list)"
+    return parsed
 
 
 #: Which raw samples to read: every case's (True), none (False), or those of the cases (benchmarks of the
@@ -505,33 +529,76 @@ def _checked_run(doc: Mapping, source: str) -> FileResult:
 Samples = bool | Callable[[Mapping], bool]
 
 
-def _parse(raw: bytes, samples: Samples) -> object:
-    """The parsed JSON of ``raw``, with the raw samples ``samples`` does not ask for cut out first.
+def _parsed(path: Path, samples: Samples) -> object:
+    """The parsed JSON document of ``path``, with the raw samples ``samples`` does not ask for cut out, or
+    why it has none (text: the problem, without the file name).
 
     orjson parses a saved run several times faster than ``json`` (numbers are most of its text); where it
-    refuses a file (NaN, an integer past 64 bits, not UTF-8, not JSON), ``json.loads`` of the text as
-    written decides, so what it accepts is read and its error, with a position in the file, is the one
-    reported."""
-    text, spans = (raw, []) if samples is True else _without_samples(raw)
-    doc = _loads(text, raw)
+    refuses one (NaN, an integer past 64 bits, a byte-order mark, not JSON), ``json`` decides, and words the
+    error. Saved runs are UTF-8 (pytest-benchmark writes them so, as RFC 8259 asks); anything else is not a
+    run."""
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror or exc})"
+    if not raw.strip():
+        return "file is empty"
+    cut, spans = (raw, []) if samples is True else _without_samples(raw)
+    try:
+        doc = orjson.loads(cut)
+    except orjson.JSONDecodeError:
+        doc = _json_parsed(raw, cut)
+        if isinstance(doc, str) or doc is _WHOLE:
+            return doc if isinstance(doc, str) else _json_parsed(raw, raw)
     if callable(samples) and spans:
-        _restore_samples(doc, raw, spans, samples)
+        try:
+            _restore_samples(doc, raw, spans, samples)
+        except ValueError:  # a list cut out is not JSON itself: the whole file is not
+            return _json_parsed(raw, raw)
     return doc
 
 
-def _loads(text: bytes, raw: bytes) -> object:
-    """``text`` (``raw``, or ``raw`` with its samples cut out) parsed: by orjson, else by ``json``; an error
-    is the one of ``raw``, so its position points into the file."""
+def _loads(text: bytes) -> object:
+    """``text`` parsed by orjson, or by ``json`` where orjson refuses it; ``ValueError`` when neither can."""
     try:
         return orjson.loads(text)
     except orjson.JSONDecodeError:
-        pass
-    if text is not raw:
+        return json.loads(text.decode("utf-8-sig"))
+
+
+#: ``_json_parsed``'s answer when the text with its samples cut out is not JSON but the whole may be.
+_WHOLE = object()
+
+
+def _json_parsed(raw: bytes, cut: bytes) -> object:
+    """``json``'s reading of ``cut`` (``raw``, or ``raw`` with its samples cut out): the document, the problem
+    of ``raw`` (text), or ``_WHOLE`` when ``cut`` is not JSON but is not all of ``raw`` (read ``raw`` then,
+    so that an error's position points into the file)."""
+    if cut is not raw:
         try:
-            return json.loads(text)
+            return json.loads(cut.decode("utf-8-sig"))
         except ValueError:
-            pass
-    return json.loads(raw)
+            return _WHOLE
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        if exc.reason == "unexpected end of data":
+            return "ends early inside a character (truncated?)"
+        return f"not a text file (not UTF-8: byte {exc.start}), so not a saved run"
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        where = "ends early (truncated?)" if _cut_short(text, exc.pos) else "is not valid JSON"
+        return f"{where}: {exc.msg} at line {exc.lineno} column {exc.colno}"
+    except ValueError as exc:  # e.g. a number of more digits than Python converts (sys.int_info)
+        return f"is not valid JSON for Python: {str(exc).splitlines()[0]}"
+
+
+def _cut_short(text: str, error_at: int) -> bool:
+    """Whether JSON ``text`` that fails to parse at ``error_at`` looks cut short: the error is at its end, or
+    it opens an object or list it never closes (a cut inside a number or a name fails a little before)."""
+    stripped = text.strip()
+    return error_at >= len(text.rstrip()) or (stripped[:1] in ("{", "[") and stripped[-1:] not in ("}", "]"))
 
 
 def _without_samples(raw: bytes) -> tuple[bytes, list[tuple[int, int]]]:
@@ -572,9 +639,9 @@ def _restore_samples(
     if len(cut) == len(spans):
         for bench, (start, end) in zip(cut, spans, strict=True):
             if wanted(bench):
-                bench["stats"]["data"] = _loads(raw[start:end], raw[start:end])
+                bench["stats"]["data"] = _loads(raw[start:end])
         return
-    whole = _loads(raw, raw)
+    whole = _loads(raw)
     if not isinstance(whole, dict) or len(whole.get("benchmarks") or ()) != len(benchmarks):
         return
     for bench, full in zip(benchmarks, whole["benchmarks"], strict=True):
@@ -582,81 +649,12 @@ def _restore_samples(
             bench["stats"]["data"] = full["stats"].get("data")
 
 
-def _is_ours(bench: dict) -> bool:
-    """True for a benchmark that launchbench's ``record`` tagged (its ``extra_info`` names the suite)."""
-    extra = bench.get("extra_info")
-    return isinstance(extra, dict) and extra.get("suite") == SUITE
-
-
-def _case_problem(bench: dict) -> str | None:
-    """Why one launchbench case cannot be used ("dropped: ..." naming the field and its value), or None.
-
-    Fills ``ops`` the way pytest-benchmark does for pre-3.1 runs when the case is usable.
-    """
-    stats = bench.get("stats")
-    if not isinstance(stats, dict):
-        return "dropped: no stats"
-    for key in (*REQUIRED_TIMES, *OPTIONAL_TIMES):
-        if key not in stats and key not in REQUIRED_TIMES:
-            continue
-        if not _positive(stats.get(key)):
-            return f"dropped: stats.{key} = {stats.get(key)!r} (a time must be a finite number > 0 s)"
-    for key in SPREADS:
-        if key in stats and not _non_negative(stats[key]):
-            return f"dropped: stats.{key} = {stats[key]!r} (a spread must be a finite number ≥ 0 s)"
-    if not stats["min"] <= stats["median"] <= stats.get("max", math.inf):
-        return (
-            f"dropped: stats out of order: min {stats['min']!r} ≤ median {stats['median']!r} ≤ max "
-            f"{stats.get('max')!r} does not hold"
-        )
-    extra = bench["extra_info"]
-    for key in POSITIVE_COORDINATES:
-        if key in extra and not _positive(extra[key]):
-            return f"dropped: extra_info.{key} = {extra[key]!r} (must be a finite number > 0)"
-    for key in NON_NEGATIVE_COORDINATES:
-        if key in extra and not _non_negative(extra[key]):
-            return f"dropped: extra_info.{key} = {extra[key]!r} (must be a finite number ≥ 0)"
-    normalize_stats(stats)  # mean > 0, so ops = 1 / mean is finite
-    return None
-
-
-def _drop_bad_samples(bench: dict) -> str | None:
-    """Leave out a case's raw samples (its statistics stay) when any is not a finite number > 0; say so."""
-    stats = bench["stats"]
-    data = stats.get("data")
-    if data is None:
-        return None
-    values = np.asarray(data, dtype=float) if _all_numbers(data) else None
-    if values is not None and values.size and bool(np.all(np.isfinite(values) & (values > 0))):
-        return None
-    stats["data"] = None
-    if values is None:
-        return "raw samples left out: stats.data is not a list of numbers"
-    if not values.size:
-        return "raw samples left out: stats.data is empty"
-    bad = values[~(np.isfinite(values) & (values > 0))]
-    return (
-        f"raw samples left out: {bad.size} of {values.size} are not finite and > 0 s "
-        f"(first: {float(bad[0])!r}); its statistics are used"
-    )
-
-
-def _all_numbers(values: object) -> bool:
-    """Whether ``values`` is a list of JSON numbers (ints and floats, not bools: ``type``, not
-    ``isinstance``), checked at C speed (a run holds 10⁵ samples)."""
-    return isinstance(values, list) and set(map(type, values)) <= {int, float}
-
-
-def _positive(value: object) -> bool:
-    """Whether ``value`` is a finite number > 0 (not a bool, not text)."""
-    return _non_negative(value) and value > 0
-
-
-def _non_negative(value: object) -> bool:
-    """Whether ``value`` is a finite number ≥ 0 (not a bool, not text)."""
-    return (
-        isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) and value >= 0
-    )
+def _loaded(checked: CheckedRun, source: str) -> FileResult:
+    """(rows, run info, problem lines) of one checked run."""
+    if checked.run is None:
+        return [], None, list(checked.problems)
+    rows = _rows(checked, source)
+    return rows, _run_info(checked, rows, source), list(checked.problems)
 
 
 def _mapping(value: object) -> Mapping:
@@ -668,22 +666,21 @@ def _text(value: object) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-def _run_info(
-    doc: Mapping, ours: list[dict], rows: list[dict[str, object]], source: str
-) -> dict[str, object]:
+def _run_info(checked: CheckedRun, rows: list[dict[str, object]], source: str) -> dict[str, object]:
     """One ``RUN_INFO_COLUMNS`` row for a run: identity, what its record says, its digest and conditions."""
-    identity = machine_identity(_mapping(doc.get("machine_info")))
-    record = doc.get(RUN_RECORD_KEY)
-    record = record if isinstance(record, Mapping) and "status" in record else None
+    run = checked.run
+    machine_info = run["machine_info"]
+    identity = machine_identity(machine_info)
+    record = run["record"]
     info: dict[str, object] = dict.fromkeys(RUN_INFO_COLUMNS)
     info.update(
         {key: identity[key] for key in ("machine_id", "stored_machine_id", "host", "system", "cpu_model")},
         gpu_name=identity["gpu_name"],
         logical_cpus=identity["logical_cpus"],
         source=source,
-        run_datetime=doc.get("datetime"),
+        run_datetime=run["datetime"],
         has_record=record is not None,
-        digest=_digest(ours),
+        digest=_digest(checked.cases),
         has_samples=any(row["data"] is not None for row in rows),
         families=tuple(sorted({str(row.get("case")) for row in rows})),
         unfinished=(),
@@ -691,12 +688,12 @@ def _run_info(
         faults=(),
     )
     if record is None:
-        ours_info = _mapping(_mapping(doc.get("machine_info")).get(SUITE))
+        ours_info = _mapping(machine_info.get(SUITE))
         load = ours_info.get("load_avg")  # saved in machine_info before the run record existed
         info.update(
-            _legacy_quick(ours),
-            usable_cpus=_number(ours_info.get("usable_cpus")),
-            load_saved=_number(load[0]) if isinstance(load, list) and load else None,
+            _legacy_quick(checked.cases),
+            usable_cpus=ours_info.get("usable_cpus"),
+            load_saved=load[0] if load else None,
         )
         return info
     cases = _mapping(record.get("cases"))
@@ -709,30 +706,30 @@ def _run_info(
         f"-m {selection['markexpr']!r}" if selection.get("markexpr") else None,
     ]
     info.update(
-        quick=bool(record.get("quick")),
+        quick=record["quick"],
         quick_basis="run record",
-        status=_text(record.get("status")),
+        status=record["status"],
         interrupted_by=_text(record.get("interrupted_by")),
         planned=cases.get("planned"),
         measured=cases.get("measured"),
-        unfinished=tuple(str(case) for case in cases.get("unfinished") or ()),
+        unfinished=tuple(cases.get("unfinished") or ()),
         selected_by=" ".join(part for part in selected if part) or None,
         usable_cpus=conditions.get("usable_cpus"),
-        other_cpu_share=_number(during.get("other_cpu_share")),
-        steal_share=_number(during.get("steal_share")),
-        load_start=_number(load[0]) if isinstance(load, list) and load else None,
-        gpu_slowdown=tuple(str(reason) for reason in conditions.get("gpu_slowdown") or ()),
-        faults=tuple(str(fault) for fault in record.get("faults") or ()),
+        other_cpu_share=during.get("other_cpu_share"),
+        steal_share=during.get("steal_share"),
+        load_start=load[0] if load else None,
+        gpu_slowdown=tuple(conditions.get("gpu_slowdown") or ()),
+        faults=tuple(printable(fault) for fault in record.get("faults") or ()),
     )
     return info
 
 
-def _legacy_quick(ours: list[dict]) -> dict[str, object]:
+def _legacy_quick(cases: tuple[dict, ...]) -> dict[str, object]:
     """Quick or full for a run without a record, from its CPU cases' time budget (``LEGACY_QUICK_*``)."""
     budgets = {
-        (bench.get("options") or {}).get("max_time")
-        for bench in ours
-        if bench["extra_info"].get("case") in LEGACY_QUICK_CASES and isinstance(bench.get("options"), dict)
+        case["options"].get("max_time")
+        for case in cases
+        if case["extra_info"]["case"] in LEGACY_QUICK_CASES and "max_time" in case["options"]
     }
     if not budgets:
         return {
@@ -746,60 +743,65 @@ def _legacy_quick(ours: list[dict]) -> dict[str, object]:
     }
 
 
-def _number(value: object) -> float | None:
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
-
-
-def _digest(ours: list[dict]) -> str:
+def _digest(cases: tuple[dict, ...]) -> str:
     """SHA-256 of the launchbench cases' names, coordinates and statistics (raw samples left out): a run
     saved twice (a copy, a hard link, ``--benchmark-json`` beside ``--benchmark-autosave``) has one digest."""
-    cases = [
+    summary = [
         [
-            bench.get("fullname"),
-            bench.get("extra_info"),
-            {k: v for k, v in (bench.get("stats") or {}).items() if k not in ("data", "ops")},
+            case["fullname"],
+            case["extra_info"],
+            {key: value for key, value in case["stats"].items() if key not in ("data", "ops")},
         ]
-        for bench in ours
+        for case in cases
     ]
-    return hashlib.sha256(orjson.dumps(cases, default=str, option=orjson.OPT_SORT_KEYS)).hexdigest()
+    try:
+        text = orjson.dumps(summary, default=str, option=orjson.OPT_SORT_KEYS)
+    except (TypeError, orjson.JSONEncodeError):  # text orjson will not encode (a lone surrogate): json's way
+        text = json.dumps(summary, sort_keys=True, default=str, allow_nan=True).encode(
+            "utf-8", "surrogatepass"
+        )
+    return hashlib.sha256(text).hexdigest()
 
 
-def _rows_from_run(doc: Mapping, source: str) -> list[dict[str, object]]:
-    """One dict per launchbench benchmark of ``doc``: run columns, ``extra_info``, stats, raw data."""
-    identity = machine_identity(_mapping(doc.get("machine_info")))
+#: Frame columns an ``extra_info`` key may not replace (a key launchbench never writes, in a hand-edited or
+#: foreign file, must not change which run or machine a row belongs to).
+_RESERVED_COLUMNS = frozenset(BASE_COLUMNS) | {
+    "machine_id",
+    "host",
+    "system",
+    "cpu_model",
+    "gpu_name",
+    "llc_bytes",
+    "core_cache_bytes",
+}
+
+
+def _rows(checked: CheckedRun, source: str) -> list[dict[str, object]]:
+    """One dict per checked launchbench case: run columns, ``extra_info``, stats, raw data."""
+    run = checked.run
+    identity = machine_identity(run["machine_info"])
     for key in ("logical_cpus", "stored_machine_id"):  # run facts: in ``LoadResult.runs``
         identity.pop(key)
-    commit_info = _mapping(doc.get("commit_info"))
-    run = {
+    columns = {
         "source": source,
-        "run_datetime": doc.get("datetime"),  # text here; parsed for all rows at once in ``_frame``
+        "run_datetime": run["datetime"],  # text here; parsed for all rows at once in ``_frame``
         **identity,
-        "commit": commit_info.get("id"),
-        "pb_version": doc.get("version"),
+        "commit": run["commit"],
+        "pb_version": run["version"],
     }
     rows = []
-    for bench in doc.get("benchmarks") or []:
-        extra = bench.get("extra_info") or {}
-        if extra.get("suite") != SUITE:
-            continue
-        stats = bench.get("stats") or {}
-        row = {
-            **run,
-            "name": bench.get("name"),
-            "fullname": bench.get("fullname"),
-            "group": bench.get("group"),
-        }
-        row.update(extra)
+    for case in checked.cases:
+        row = {**columns, "name": case["name"], "fullname": case["fullname"], "group": case["group"]}
+        row.update((key, value) for key, value in case["extra_info"].items() if key not in _RESERVED_COLUMNS)
+        stats = case["stats"]
         row.update({column: stats.get(column) for column in STAT_COLUMNS})
-        data = stats.get("data")
-        row["data"] = None if data is None else np.asarray(data, dtype=float)
+        row["data"] = stats["data"]
         rows.append(row)
     return rows
 
 
 def _frame(rows: list[dict[str, object]] | dict[str, Column]) -> pd.DataFrame:
-    """The frame of ``rows`` (one dict per row, or one list per column); an empty frame still has
-    ``BASE_COLUMNS`` so callers can select them."""
+    """The frame of ``rows``; an empty frame still has ``BASE_COLUMNS`` so callers can select them."""
     if not rows:
         return pd.DataFrame(columns=list(BASE_COLUMNS))
     frame = pd.DataFrame(rows)

@@ -305,7 +305,9 @@ def csv_text(table: pd.DataFrame) -> str:
 
 def json_text(document: dict[str, object]) -> str:
     """``document`` as JSON; DataFrames become lists of records, NaN becomes null."""
-    return json.dumps(_plain(document), indent=1, ensure_ascii=False, allow_nan=False)
+    return json.dumps(
+        _plain(document), indent=1, allow_nan=False
+    )  # ASCII: µ as \u00b5, whatever the terminal
 
 
 def _scriptable(table: pd.DataFrame) -> pd.DataFrame:

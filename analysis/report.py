@@ -2,6 +2,9 @@
 with their confidence intervals, measured vs predicted with errors, the machine comparison, and the figures.
 
 Numbers are SI in the data and formatted only here, through ``model.units``; every table names its units.
+The report owns the files it writes in DIR and only those (``analysis.output``): a rerun replaces them,
+removes its own figures the new report no longer has, and refuses to replace a file it did not write or
+one edited since (a hand-edited report.md) unless forced.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from analysis.compare import BY_MACHINE, figure_table, group_runs
 from analysis.decode import where
 from analysis.fits import Fits, fit_all
 from analysis.host import BANDWIDTH_OPS
+from analysis.output import publish, staging
 from analysis.plots import plot_all
 from analysis.render import figure_lines, markdown_table, with_interval
 from analysis.runs import Selection, selection_lines
@@ -31,14 +35,20 @@ from model.units import (
 
 REPORT_NAME = "report.md"
 FIGURES_DIR = "figures"
+#: The report's name for its files in the output folder's manifest (``analysis.output``).
+OWNER = "report"
 
 
 @dataclass(frozen=True)
 class WrittenReport:
-    """``path``: the Markdown file written; ``figures``: the figure files (PNG and SVG) it links."""
+    """``path``: the Markdown file written; ``figures``: the figure files (PNG and SVG) it links;
+    ``removed``: files of an earlier report in the folder that this one no longer has; ``kept``: one line
+    per such file left in place because it was changed since it was written."""
 
     path: Path
     figures: tuple[Path, ...]
+    removed: tuple[Path, ...] = ()
+    kept: tuple[str, ...] = ()
 
 
 def _machines_lines(frame: pd.DataFrame) -> list[str]:
@@ -330,9 +340,29 @@ def busy_lines(selection: Selection) -> list[str]:
     return lines
 
 
-def write_report(selection: Selection, out_dir: Path, baseline: str | None) -> WrittenReport:
+def write_report(
+    selection: Selection, out_dir: Path, baseline: str | None, force: bool = False
+) -> WrittenReport:
     """Fit the pooled runs of ``selection`` once, draw their figures into ``out_dir/figures``, write
-    ``out_dir/report.md``: busy-machine verdicts first, then the runs used and left out, then the tables."""
+    ``out_dir/report.md``: busy-machine verdicts first, then the runs used and left out, then the tables.
+
+    The files are written aside and put in place by ``analysis.output.publish`` (``force``: replace a
+    report.md or figure the report did not write, or one edited since); raises
+    ``analysis.output.OutputError`` when a file in the way may not be replaced."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    with staging(out_dir) as stage:
+        written = _write_report(selection, stage, baseline)
+        published = publish(stage, out_dir, OWNER, force)
+    return WrittenReport(
+        path=out_dir / REPORT_NAME,
+        figures=tuple(out_dir / path.relative_to(stage) for path in written.figures),
+        removed=published.removed,
+        kept=published.kept,
+    )
+
+
+def _write_report(selection: Selection, out_dir: Path, baseline: str | None) -> WrittenReport:
+    """``write_report``'s files, written into ``out_dir`` (the staging folder)."""
     result = selection.result
     frame = result.frame
     fits = fit_all(frame)
@@ -372,7 +402,6 @@ def write_report(selection: Selection, out_dir: Path, baseline: str | None) -> W
     groups = group_runs(result.runs, BY_MACHINE, table.attrs["baseline"]).groups
     lines += ["", "## Machines compared", "", *figure_lines(table, groups, BY_MACHINE, markdown=True), ""]
     lines += _figure_link(figures, "machines", "Fitted figures relative to the baseline machine")
-    out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / REPORT_NAME
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return WrittenReport(path=path, figures=tuple(figure_paths))

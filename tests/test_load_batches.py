@@ -82,19 +82,20 @@ def test_samples_of_the_picked_cases_only(many_runs: Path) -> None:
 
 def test_orjson_and_json_read_a_run_alike() -> None:
     raw = RUNS[0].read_bytes()
-    assert load._parse(raw, samples=True) == json.loads(raw)
+    assert load._parsed(RUNS[0], samples=True) == json.loads(raw)
     cut = json.loads(raw)
     for bench in cut["benchmarks"]:
         bench["stats"]["data"] = None
-    assert load._parse(raw, samples=False) == cut
+    assert load._parsed(RUNS[0], samples=False) == cut
 
 
 def test_what_orjson_refuses_json_reads_or_words(tmp_path: Path) -> None:
     doc = json.loads(RUNS[0].read_text(encoding="utf-8"))
     doc["benchmarks"][0]["stats"]["stddev"] = math.nan  # json writes NaN, which is not JSON
-    assert math.isnan(
-        load._parse(json.dumps(doc).encode(), samples=False)["benchmarks"][0]["stats"]["stddev"]
-    )
+    nan = _written(tmp_path / "nan.json", json.dumps(doc).encode())
+    assert math.isnan(load._parsed(nan, samples=False)["benchmarks"][0]["stats"]["stddev"])
+    bom = _written(tmp_path / "bom.json", b"\xef\xbb\xbf" + RUNS[0].read_bytes())  # a byte-order mark
+    assert load._parsed(bom, samples=True) == json.loads(RUNS[0].read_bytes())
     problem = load.read_run(_written(tmp_path / "cut.json", b'{"benchmarks": [1, 2'), samples=False)
     assert problem.endswith("ends early (truncated?): Expecting ',' delimiter at line 1 column 21")
 

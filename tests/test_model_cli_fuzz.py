@@ -1,7 +1,8 @@
 """Property-based fuzz of ``python -m model``'s options (Hypothesis): whatever the values, the CLI returns 0
 with strict JSON / text output, or 2 with exactly one ``error: argument --OPTION: ...`` line; it never raises.
 
-Bounded for CI: a fixed number of examples, derandomized (the same examples on every run).
+Bounded for CI by the shared Hypothesis profiles of ``tests/conftest.py``: in CI a fixed number of examples,
+derandomized (the same examples on every run); ``LAUNCHBENCH_HYPOTHESIS=deep`` draws ten times as many.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import contextlib
 import io
 import json
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from model.__main__ import main
@@ -53,7 +54,6 @@ def _argv(options: list[tuple[str, list[str]]], as_json: bool) -> list[str]:
     return [*argv, "--json"] if as_json else argv
 
 
-@settings(max_examples=300, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(options=st.lists(_OPTION, max_size=4), as_json=st.booleans())
 def test_any_option_values_give_output_or_one_error_line(
     options: list[tuple[str, list[str]]], as_json: bool

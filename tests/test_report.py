@@ -227,7 +227,8 @@ def test_report_without_raw_samples_says_it_could_not_judge(tmp_path: Path) -> N
             del bench["stats"]["data"]
     for index, doc in enumerate(docs):
         (tmp_path / f"{index}.json").write_text(json.dumps(doc), encoding="utf-8")
-    frame = load_runs([tmp_path / "0.json", tmp_path / "1.json"], samples=True).frame
+    loaded = load_runs([tmp_path / "0.json", tmp_path / "1.json"], samples=True)
+    frame = loaded.frame
     assert frame["data"].isna().all()
     from analysis.compare import MARK_NO_DATA, figure_table
 
@@ -238,6 +239,13 @@ def test_report_without_raw_samples_says_it_could_not_judge(tmp_path: Path) -> N
     assert (judged["mark"] == MARK_NO_DATA).all()
     assert table["p_value"].isna().all()
     assert not math.isnan(table.loc[other, "ratio"].iloc[0])
+    # The report says so on the row of every figure the test would have judged, with its ratio and no p.
+    text = write_report(select_runs(loaded), tmp_path / "out", baseline=None).path.read_text(encoding="utf-8")
+    for row in judged.itertuples(index=False):
+        (line,) = [line for line in text.splitlines() if line.startswith(f"| {row.figure} ({row.unit}) |")]
+        assert line.endswith(f" ×{row.ratio:#.3g} ? |")
+        assert "p =" not in line and "p <" not in line
+    assert f"- ? {MARK_NO_DATA} (" in text
 
 
 def test_decode_section_of_a_real_cpu_decode_run(tmp_path: Path) -> None:

@@ -1,0 +1,277 @@
+"""Where ``python -m analysis`` writes: the output folder checked before any work starts, and the files a
+command owns in it.
+
+``check_out`` runs before anything is loaded or fitted. ``--out`` must name a folder that exists or can be
+created, and that can be written; and it must not be, or lie inside, the storage root of any input, whatever
+form the input took (saved runs are only ever read, and a report written into storage would be read back as
+input). The storage root of an input (``storage_root``):
+
+- a folder: the folder itself, or its parent when the folder is a pytest-benchmark platform folder;
+- a file: the folder it lives in, or that folder's parent when it is a platform folder (a file saved with
+  ``--benchmark-save`` or ``--benchmark-autosave`` lives in ``STORAGE/Linux-CPython-3.11-64bit/``);
+- a glob (quoted, or already expanded by the shell into files): the storage root of each file it matches.
+
+A platform folder is named as pytest-benchmark names it: system, Python implementation, version and word size
+joined by "-" (``Linux-CPython-3.11-64bit``; ``PLATFORM_FOLDER``).
+
+A command owns the files it wrote into its output folder, and only those: ``publish`` records them in a
+manifest (``MANIFEST_NAME``: each file's SHA-256, per owning command) and, on a rerun, replaces only its own
+files that are unchanged since it wrote them and removes its own files the new output no longer has (stale
+figures). A file it did not write, or one changed since (a hand-edited report.md), is never replaced
+silently: the command refuses with one line naming it, before any work where the name is known in advance
+(``check_replaceable``), and ``force`` replaces it. Nothing else in the folder is ever touched.
+
+New files are first written into a staging folder inside the output folder (``staging``) and then moved
+into place by renames, so a command that fails or is interrupted halfway leaves the earlier output as it
+was.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import hashlib
+import json
+import os
+import re
+import shutil
+import stat
+import tempfile
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from analysis.signals import held
+
+#: A pytest-benchmark platform folder: ``utils.get_machine_id()``'s system-implementation-version-bits.
+PLATFORM_FOLDER = re.compile(r"^.+-[A-Za-z]+-[^-]+-\d+bit$")
+
+#: The manifest of an output folder: {"version": 1, "owners": {command: {relative path: SHA-256}}}.
+MANIFEST_NAME = ".launchbench-output.json"
+MANIFEST_VERSION = 1
+_STAGING_PREFIX = ".launchbench-staging-"
+_GLOB_CHARS = frozenset("*?[")
+
+
+class OutputError(Exception):
+    """The output folder cannot be used as asked; the message is one line that says why and what to do."""
+
+
+def storage_root(path: Path) -> Path:
+    """The storage root of one input path (module docstring): the folder of saved runs it belongs to."""
+    folder = (path if path.is_dir() else path.parent).resolve()
+    return folder.parent if PLATFORM_FOLDER.match(folder.name) else folder
+
+
+def storage_roots(inputs: Iterable[str]) -> list[tuple[str, Path]]:
+    """(input as given, storage root) for every path each input names: itself when it exists, else each
+    match of it as a glob; inputs that name nothing have no root (nothing is read from them)."""
+    roots = []
+    for raw in inputs:
+        text = str(raw)
+        if Path(text).exists():
+            matches = [Path(text)]
+        elif _GLOB_CHARS & set(text):
+            matches = [Path(match) for match in glob.glob(text, recursive=True)]  # noqa: PTH207 (absolute patterns)
+        else:
+            matches = []
+        roots += [(text, storage_root(match)) for match in matches]
+    return roots
+
+
+def check_out(out: str, inputs: Sequence[str]) -> list[Path]:
+    """Check the output folder ``out`` (as given on the command line) for inputs ``inputs``; create it when
+    missing. Return the folders created (``remove_created`` takes them away again if the command ends
+    without writing); raise ``OutputError`` when it cannot be used."""
+    if not out.strip():
+        raise OutputError(f"--out {out!r} names no folder; give the folder to write into")
+    target = Path(out)
+    resolved = target.resolve()
+    for text, root in storage_roots(inputs):
+        if resolved.is_relative_to(root):
+            where = "is" if resolved == root else "lies inside"
+            raise OutputError(
+                f"--out {out} {where} the run storage {root} of input {text}; saved runs are only read: "
+                "choose a folder outside it"
+            )
+    if target.exists() and not target.is_dir():
+        raise OutputError(f"--out {out} is {_kind(target)}, not a folder")
+    created = _missing_folders(target)
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        remove_created(created)
+        raise OutputError(f"--out {out} cannot be created as a folder ({exc.strerror or exc})") from exc
+    try:
+        probe, name = tempfile.mkstemp(prefix=".launchbench-probe-", dir=target)
+        os.close(probe)
+        Path(name).unlink()
+    except OSError as exc:
+        remove_created(created)
+        raise OutputError(f"--out {out} cannot be written ({exc.strerror or exc})") from exc
+    return created
+
+
+def remove_created(created: Sequence[Path]) -> None:
+    """Remove the folders ``check_out`` created, deepest first, as long as they are still empty."""
+    for folder in reversed(created):
+        with contextlib.suppress(OSError):
+            folder.rmdir()
+
+
+def _missing_folders(target: Path) -> list[Path]:
+    """The folders that creating ``target`` would create, outermost first."""
+    missing = []
+    folder = target.absolute()
+    while not folder.exists() and folder != folder.parent:
+        missing.append(folder)
+        folder = folder.parent
+    return missing[::-1]
+
+
+def _kind(path: Path) -> str:
+    mode = path.stat().st_mode
+    if stat.S_ISCHR(mode):
+        return "a character device"
+    if stat.S_ISBLK(mode):
+        return "a block device"
+    if stat.S_ISFIFO(mode):
+        return "a pipe"
+    return "a file"
+
+
+# --- the files a command owns -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Published:
+    """What ``publish`` did: ``written``, the files now in place (output folder / relative path);
+    ``removed``, the owner's earlier files the new output no longer has; ``kept``, one line per such file
+    left in place because it was changed since it was written."""
+
+    written: tuple[Path, ...]
+    removed: tuple[Path, ...]
+    kept: tuple[str, ...]
+
+
+def owned_files(out: Path, owner: str) -> dict[str, str]:
+    """The files of ``out`` that ``owner`` wrote, as its manifest records them: relative path -> SHA-256;
+    empty when there is no manifest, or it cannot be read (then no file counts as the owner's)."""
+    try:
+        manifest = json.loads((out / MANIFEST_NAME).read_text(encoding="utf-8"))
+        files = manifest["owners"][owner]
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}
+    if not isinstance(files, dict):
+        return {}
+    return {str(rel): str(digest) for rel, digest in files.items()}
+
+
+def check_replaceable(out: Path, owner: str, names: Iterable[str], force: bool) -> None:
+    """Raise ``OutputError`` when one of ``names`` (paths relative to ``out``) exists and is not ``owner``'s
+    own unchanged file, unless ``force``: the check of the files known before any work."""
+    if force:
+        return
+    owned = owned_files(out, owner)
+    for name in names:
+        problem = _conflict(out, name, owned)
+        if problem:
+            raise OutputError(problem)
+
+
+def _conflict(out: Path, rel: str, owned: dict[str, str]) -> str | None:
+    """Why writing ``out/rel`` would replace what is not the owner's unchanged file, or None."""
+    path = out / rel
+    if not path.exists() and not path.is_symlink():
+        return None
+    if path.is_symlink() or not path.is_file():
+        return f"{path} exists and is not a file the command wrote; move it away (or choose another --out)"
+    if rel not in owned:
+        return (
+            f"{path} exists and was not written by this command (no record of it in {out / MANIFEST_NAME}); "
+            "move it away, or pass --force to replace it"
+        )
+    if _sha256(path) != owned[rel]:
+        return (
+            f"{path} was changed since this command wrote it (edited by hand?); keep your copy elsewhere, or "
+            "pass --force to replace it"
+        )
+    return None
+
+
+@contextlib.contextmanager
+def staging(out: Path) -> Iterator[Path]:
+    """A new empty folder inside ``out`` to write a command's files into before ``publish``; removed with
+    whatever is left in it when the block ends (also left-overs of an earlier run killed in this block)."""
+    for old in out.glob(f"{_STAGING_PREFIX}*"):
+        shutil.rmtree(old, ignore_errors=True)
+    stage = Path(tempfile.mkdtemp(prefix=_STAGING_PREFIX, dir=out))
+    try:
+        yield stage
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+
+
+def publish(stage: Path, out: Path, owner: str, force: bool) -> Published:
+    """Move every file under ``stage`` to the same relative path in ``out``, remove ``owner``'s earlier files
+    the new output does not have, and record the new files in the manifest as ``owner``'s.
+
+    Raises ``OutputError`` (nothing moved) when a file would replace one that is not ``owner``'s unchanged
+    file, unless ``force``; a folder in the way is never replaced. The signals that stop a command are held
+    while files are moved (``analysis.signals.held``), so they cannot leave the folder and its manifest
+    disagreeing."""
+    owned = owned_files(out, owner)
+    staged = sorted(path.relative_to(stage).as_posix() for path in stage.rglob("*") if path.is_file())
+    for rel in staged:
+        blocking = [parent for parent in Path(rel).parents if (out / parent).is_file()]
+        if blocking:
+            raise OutputError(f"{out / blocking[-1]} is a file where a folder of the output must go")
+        problem = _conflict(out, rel, owned)
+        if problem and (not force or (out / rel).is_dir()):
+            raise OutputError(problem)
+    digests = {rel: _sha256(stage / rel) for rel in staged}
+    written, removed, kept = [], [], []
+    with held():
+        try:
+            for rel in staged:
+                target = out / rel
+                target.parent.mkdir(parents=True, exist_ok=True)
+                (stage / rel).replace(target)
+                written.append(target)
+            for rel, digest in owned.items():
+                path = out / rel
+                if rel in digests or not path.is_file() or path.is_symlink():
+                    continue
+                if _sha256(path) == digest:
+                    path.unlink()
+                    removed.append(path)
+                else:
+                    kept.append(f"{path}: left in place: written by an earlier run, changed since")
+            _write_manifest(out, owner, digests)
+        except OSError as exc:
+            raise OutputError(f"writing into {out} failed ({exc.strerror or exc}) at {exc.filename}") from exc
+    return Published(written=tuple(written), removed=tuple(removed), kept=tuple(kept))
+
+
+def _write_manifest(out: Path, owner: str, files: dict[str, str]) -> None:
+    """Record ``files`` as ``owner``'s in ``out``'s manifest (other owners' entries kept), atomically."""
+    path = out / MANIFEST_NAME
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+        owners = manifest["owners"] if isinstance(manifest.get("owners"), dict) else {}
+    except (OSError, ValueError, AttributeError):
+        owners = {}
+    owners[owner] = files
+    text = json.dumps({"version": MANIFEST_VERSION, "owners": owners}, indent=1, sort_keys=True)
+    handle, name = tempfile.mkstemp(prefix=f"{MANIFEST_NAME}.", dir=out)
+    with os.fdopen(handle, "w", encoding="utf-8") as file:
+        file.write(text + "\n")
+    Path(name).replace(path)
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as file:
+        for block in iter(lambda: file.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()

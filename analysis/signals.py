@@ -1,0 +1,38 @@
+"""Holding the signals that stop a command (SIGINT, SIGTERM) over a few steps that must not be cut in two.
+
+``python -m analysis`` turns these signals into an exception in the main thread (``analysis.__main__``); an
+exception raised in the middle of starting worker processes, or of moving output files into place, would
+leave a half-started pool or a folder that disagrees with its manifest. ``held`` delays them to the end of
+such a step, where the exception then stops the command cleanly.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+from collections.abc import Iterator
+
+#: The signals ``held`` delays (those present on this OS).
+STOP_SIGNALS = frozenset(
+    getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name)
+)
+
+
+@contextlib.contextmanager
+def held() -> Iterator[None]:
+    """Delay ``STOP_SIGNALS`` until the block ends (where the OS can: POSIX); one that arrived meanwhile is
+    delivered then. Processes started inside the block inherit the delay and must lift it (``release``)."""
+    if not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+def release() -> None:
+    """Lift ``held``'s delay in a process started inside it (after setting how it handles each signal)."""
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)

@@ -1,0 +1,397 @@
+"""Property-based fuzz of analysis' loading and CLI (Hypothesis) on mutated copies of the committed real runs.
+
+A mutated run is one of tests/data's real CPU runs, or the SYNTHETIC GPU run of ``tests/test_report.py``
+(labelled so; no real GPU run is saved yet, and the GPU families' analysis must be fuzzed too), given a run
+record as ``benchmarks/run_record.py`` writes it (``tests.test_trust.with_record``), with up to four fields
+changed: a value replaced by another type, a number made NaN, ±∞, negative, zero, tiny or huge, text made
+empty or unprintable, a key deleted, a key launchbench never writes added (some named like the frame's own
+columns), a value nested 10⁵ lists deep; and then the file itself perhaps truncated, a byte flipped,
+encoded as UTF-16 or nested. Whatever the mutation:
+
+- ``load_runs`` and ``load_doc`` never raise, every problem is one line, and neither changes its input (the
+  files' SHA-256 and the parsed document are the same after);
+- every case they keep has finite times within ``analysis.schema.TIME_RANGE_S``;
+- a good run (the other real machine) loaded beside the mutated one gives the same rows, and through
+  ``python -m analysis compare`` (run in-process, ``analysis.__main__.main``) the same figures, as alone;
+- ``compare`` and ``report`` exit 0 with the good run beside (1 at most for the mutated run alone) and never
+  raise.
+
+Bounded for CI by the shared profiles of ``tests/conftest.py`` (derandomized; the CLI tests draw a share of
+the profile's examples); ``LAUNCHBENCH_HYPOTHESIS=deep`` for a longer local hunt.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import hashlib
+import io
+import json
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from analysis.__main__ import main
+from analysis.load import load_doc, load_runs
+from analysis.schema import TIME_RANGE_S
+from tests.test_report import synthetic_gpu_run
+from tests.test_trust import with_record
+
+DATA = Path(__file__).parent / "data"
+#: Loaded beside every mutated run; its rows and figures must not move.
+GOOD = DATA / "cpu-2core-epyc-full.json"
+#: Mutated (other machines than GOOD's): the full run for the CLI, the quick run (smaller) for loading, and
+#: the SYNTHETIC GPU run for both.
+FULL = DATA / "cpu-2core-full.json"
+QUICK = DATA / "cpu-2core-quick.json"
+
+#: Nesting deeper than any JSON parser's recursion limit.
+DEEP = 100_000
+_SENTINEL = "\x00fuzz-{}\x00"
+
+
+def _base(path: Path) -> dict:
+    return with_record(json.loads(path.read_text(encoding="utf-8")))
+
+
+BASES = {"full": _base(FULL), "quick": _base(QUICK), "gpu": with_record(synthetic_gpu_run())}
+
+
+def _paths(value: object, prefix: tuple = ()) -> Iterator[tuple]:
+    """Every path (keys and indices) into ``value``; of a raw-sample list only its first and last entry."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield (*prefix, key)
+            yield from _paths(item, (*prefix, key))
+    elif isinstance(value, list):
+        indices = [0, len(value) - 1] if prefix and prefix[-1] == "data" and value else range(len(value))
+        for index in indices:
+            yield (*prefix, index)
+            yield from _paths(value[index], (*prefix, index))
+
+
+PATHS = {name: list(_paths(doc)) for name, doc in BASES.items()}
+
+#: JSON texts put in place of a field: other types, impossible numbers, odd text, deep nesting.
+_RAW = st.one_of(
+    st.sampled_from(
+        [
+            "NaN",
+            "Infinity",
+            "-Infinity",
+            "1e400",
+            "-1e400",
+            "0",
+            "-0.0",
+            "-1",
+            "-2.5e-05",
+            "1e-320",
+            "1.5",
+            "1e30",
+            "9" * 5000,  # more digits than Python turns into an int
+            str(2**64),
+            "true",
+            "false",
+            "null",
+            '""',
+            '"x"',
+            '"a\\nb"',
+            '"\\ud800"',  # an unpaired surrogate
+            '"\\u0000"',
+            "[]",
+            "{}",
+            '["x", null]',
+            "[1, 2, 3]",
+            '{"a": 1}',
+            "[" * 900 + "]" * 900,
+            "[" * DEEP + "]" * DEEP,
+        ]
+    ),
+    st.recursive(
+        st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),
+        lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3),
+        max_leaves=6,
+    ).map(lambda value: json.dumps(value)),
+)
+
+
+_MUTATION = st.one_of(
+    st.tuples(st.just("set"), st.integers(min_value=0), _RAW),
+    st.tuples(  # a key launchbench never writes, some named like the frame's own columns
+        st.just("add"),
+        st.integers(min_value=0),
+        st.tuples(st.sampled_from(["machine_id", "source", "data", "median", "unknown"]), _RAW),
+    ),
+    st.tuples(st.just("delete"), st.integers(min_value=0), st.none()),
+    st.tuples(st.just("scale"), st.integers(min_value=0), st.sampled_from([-1.0, 0.0, 1e-30, 1e30, 1e300])),
+)
+#: What happens to the file's bytes after the fields are changed.
+_FILE = st.one_of(
+    st.just(("keep", 0.0)),
+    st.tuples(st.just("truncate"), st.floats(min_value=0, max_value=1)),
+    st.tuples(st.just("flip"), st.floats(min_value=0, max_value=1)),
+    st.just(("utf-16", 0.0)),
+    st.just(("bom", 0.0)),
+    st.just(("wrap", 0.0)),
+)
+
+
+def mutated_text(base: str, mutations: list[tuple], file_change: tuple[str, float]) -> bytes:
+    """The bytes of base run ``base`` with ``mutations`` applied (each on the path at its index modulo the
+    number of paths), then ``file_change``. Only the containers on a mutated path are copied."""
+    doc = dict(BASES[base])
+    paths = PATHS[base]
+    raw: dict[str, str] = {}
+    for kind, index, value in mutations:
+        path = paths[index % len(paths)]
+        parent = _copied_parent(doc, path)
+        if parent is None:
+            continue  # the path went through a value an earlier mutation replaced
+        key = path[-1]
+        if kind == "add":
+            if not isinstance(parent[key], dict):
+                continue
+            parent[key] = dict(parent[key])
+            parent, (key, value) = parent[key], value
+        elif kind == "delete":
+            if isinstance(parent, dict):
+                del parent[key]
+            continue
+        elif kind == "scale":
+            if isinstance(parent[key], int | float) and not isinstance(parent[key], bool):
+                parent[key] = parent[key] * value
+            continue
+        sentinel = _SENTINEL.format(len(raw))
+        raw[json.dumps(sentinel)] = value
+        parent[key] = sentinel
+    text = json.dumps(doc)
+    for sentinel, value in raw.items():
+        text = text.replace(sentinel, value)
+    data = text.encode("utf-8", "surrogatepass")
+    change, where = file_change
+    cut = int(where * len(data))
+    if change == "truncate":
+        return data[:cut]
+    if change == "flip":
+        at = min(cut, len(data) - 1)
+        return data[:at] + bytes([data[at] ^ 0xA5]) + data[at + 1 :]
+    if change == "utf-16":
+        return text.encode("utf-16", "surrogatepass")
+    if change == "bom":
+        return b"\xef\xbb\xbf" + data
+    if change == "wrap":
+        return b"[" * DEEP + data + b"]" * DEEP
+    return data
+
+
+def _copied_parent(doc: dict, path: tuple) -> dict | list | None:
+    """The container holding ``path``'s last step, with every container on the way copied into ``doc``."""
+    node: object = doc
+    for step in path[:-1]:
+        if (isinstance(node, dict) and step in node) or (isinstance(node, list) and step < len(node)):
+            child = node[step]
+        else:
+            return None
+        if not isinstance(child, dict | list):
+            return None
+        child = copy.copy(child)
+        node[step] = child
+        node = child
+    last = path[-1]
+    if (isinstance(node, dict) and last in node) or (isinstance(node, list) and last < len(node)):
+        return node
+    return None
+
+
+@pytest.fixture(scope="module")
+def workdir() -> Iterator[Path]:
+    """A folder for the mutated files and outputs (Hypothesis runs many examples per test call)."""
+    folder = Path(tempfile.mkdtemp(prefix="launchbench-fuzz-"))
+    (folder / "runs").mkdir()
+    shutil.copy(GOOD, folder / "runs" / "good.json")
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _inputs(workdir: Path, content: bytes) -> tuple[Path, Path, dict[Path, str]]:
+    """The good run and the mutated one (written with ``content``), and both files' SHA-256."""
+    good = workdir / "runs" / "good.json"
+    bad = workdir / "runs" / "mutated.json"
+    bad.write_bytes(content)
+    return good, bad, {good: _digest(good), bad: _digest(bad)}
+
+
+def _unchanged(digests: dict[Path, str]) -> bool:
+    return {path: _digest(path) for path in digests} == digests
+
+
+#: A mutated full CPU run or SYNTHETIC GPU run, as the CLI tests draw them.
+_CLI_EXAMPLE = {
+    "base": st.sampled_from(["full", "gpu"]),
+    "mutations": st.lists(_MUTATION, min_size=1, max_size=4),
+    "file_change": _FILE,
+}
+
+
+_ALONE: dict[tuple[Path, bool], pd.DataFrame] = {}
+
+
+def _good_alone(good: Path, samples: bool) -> pd.DataFrame:
+    """The good run's frame loaded alone (once per workdir and ``samples``)."""
+    if (good, samples) not in _ALONE:
+        _ALONE[good, samples] = load_runs([good], samples=samples).frame
+    return _ALONE[good, samples]
+
+
+def _rows_of(frame: pd.DataFrame, source: str, columns: list[str]) -> pd.DataFrame:
+    return frame.loc[frame["source"] == source, columns].reset_index(drop=True)
+
+
+def _assert_same_rows(combined: pd.DataFrame, alone: pd.DataFrame, source: str) -> None:
+    """The rows of ``source`` in ``combined`` hold the values they hold in ``alone`` (a column's dtype may
+    widen when another file's rows join it: ints beside a missing value become floats)."""
+    columns = list(alone.columns)
+    mine = _rows_of(combined, source, columns)
+    theirs = alone.reset_index(drop=True)
+    pd.testing.assert_frame_equal(
+        mine.drop(columns="data"), theirs.drop(columns="data"), check_dtype=False, check_exact=True
+    )
+    for a, b in zip(mine["data"], theirs["data"], strict=True):
+        assert (a is None and b is None) or np.array_equal(a, b)
+
+
+def _assert_times_possible(frame: pd.DataFrame) -> None:
+    low, high = TIME_RANGE_S
+    for column in ("min", "median", "mean"):
+        values = frame[column].to_numpy(dtype=float)
+        assert np.all(np.isfinite(values) & (values >= low) & (values <= high)), column
+
+
+def _one_line_each(lines: tuple[str, ...] | list[str]) -> None:
+    for line in lines:
+        assert "\n" not in line and "\r" not in line, line
+
+
+@given(
+    base=st.sampled_from(["quick", "gpu"]),
+    mutations=st.lists(_MUTATION, min_size=1, max_size=4),
+    file_change=_FILE,
+    samples=st.booleans(),
+)
+def test_loading_a_mutated_run_never_raises_and_keeps_the_good_run(
+    workdir: Path, base: str, mutations: list[tuple], file_change: tuple[str, float], samples: bool
+) -> None:
+    content = mutated_text(base, mutations, file_change)
+    good, bad, before = _inputs(workdir, content)
+    alone = _good_alone(good, samples)
+    result = load_runs([good, bad], samples=samples)
+    assert _unchanged(before)
+    _one_line_each(result.problems)
+    _assert_same_rows(result.frame, alone, str(good))
+    _assert_times_possible(result.frame)
+    assert set(result.runs["source"]) == set(result.frame["source"])
+    # The run in memory (the terminal summary's path): never raises, never changes the document.
+    try:
+        doc = json.loads(content)
+    except (ValueError, RecursionError):
+        return
+    text_before = json.dumps(doc, sort_keys=True)
+    in_memory = load_doc(doc, source="this run")
+    assert json.dumps(doc, sort_keys=True) == text_before
+    _one_line_each(in_memory.problems)
+    _assert_times_possible(in_memory.frame)
+
+
+def _run(argv: list[str]) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(argv)
+    return code, out.getvalue(), err.getvalue()
+
+
+def _baseline_cells(out: str) -> dict[str, str]:
+    """Figure label -> the baseline machine's cell, from the machine table ``compare`` prints."""
+    cells = {}
+    for line in out.splitlines():
+        if line.startswith("| ") and not line.startswith("| figure"):
+            parts = [part.strip() for part in line.strip().strip("|").split(" | ")]
+            cells[parts[0]] = parts[1]
+    return cells
+
+
+@pytest.fixture(scope="module")
+def good_alone(workdir: Path) -> dict[str, str]:
+    code, out, _ = _run(["compare", str(workdir / "runs" / "good.json"), "--format", "markdown"])
+    assert code == 0
+    cells = _baseline_cells(out)
+    assert len(cells) > 5
+    return cells
+
+
+@settings(max_examples=max(10, settings().max_examples // 6))
+@given(**_CLI_EXAMPLE)
+def test_compare_beside_a_mutated_run_prints_the_good_figures(
+    workdir: Path,
+    good_alone: dict[str, str],
+    base: str,
+    mutations: list[tuple],
+    file_change: tuple[str, float],
+) -> None:
+    good, bad, before = _inputs(workdir, mutated_text(base, mutations, file_change))
+    code, out, err = _run(["compare", str(good), str(bad), "--format", "markdown"])
+    assert code == 0, err
+    assert all(line.startswith("python -m analysis: ") for line in err.splitlines()), err
+    cells = _baseline_cells(out)
+    assert {label: cells.get(label) for label in good_alone} == good_alone
+    code, _, err = _run(["compare", str(bad)])
+    assert code in (0, 1), err
+    assert all(line.startswith("python -m analysis: ") for line in err.splitlines()), err
+    assert _unchanged(before)
+
+
+@settings(max_examples=max(5, settings().max_examples // 30))
+@given(**_CLI_EXAMPLE)
+def test_report_beside_a_mutated_run_is_written(
+    workdir: Path, base: str, mutations: list[tuple], file_change: tuple[str, float]
+) -> None:
+    good, bad, before = _inputs(workdir, mutated_text(base, mutations, file_change))
+    out_dir = workdir / "report"
+    code, out, err = _run(["report", str(good), str(bad), "--out", str(out_dir)])
+    assert code == 0, err
+    assert out.startswith(f"wrote {out_dir / 'report.md'} (")
+    assert (out_dir / "report.md").read_text(encoding="utf-8").startswith("# launchbench report")
+    assert _unchanged(before)
+
+
+def test_the_mutations_reach_what_analysis_reads() -> None:
+    """The fuzz is only as good as its paths: they cover the statistics, coordinates, raw samples, machine
+    and run record of every case, so each check of ``analysis.schema`` can be hit."""
+    reached = {tuple(step for step in path if not isinstance(step, int)) for path in PATHS["full"]}
+    for path in [
+        ("benchmarks", "stats", "median"),
+        ("benchmarks", "stats", "data"),
+        ("benchmarks", "extra_info", "n"),
+        ("benchmarks", "extra_info", "case"),
+        ("benchmarks", "name"),
+        ("machine_info", "launchbench", "host"),
+        ("machine_info",),
+        ("launchbench_run", "status"),
+        ("launchbench_run", "conditions", "during", "other_cpu_share"),
+        ("launchbench_run", "cases", "unfinished"),
+    ]:
+        assert path in reached, path
+    where = PATHS["quick"].index(("machine_info",))
+    doc = json.loads(mutated_text("quick", [("set", where, '"a string"')], ("keep", 0.0)))
+    assert doc["machine_info"] == "a string"
+    assert isinstance(BASES["quick"]["machine_info"], dict)  # the base itself is never changed

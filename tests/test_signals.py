@@ -1,0 +1,121 @@
+"""Signals during ``python -m analysis``: SIGTERM, SIGINT, Ctrl-C (SIGINT to the whole process group) and a
+parent killed outright leave no process behind, and a stopped command says so in one line and leaves no
+output folder half-made.
+
+Each test starts ``python -m analysis report`` on 300 runs made by ``tools/fanout_runs.py`` from a real run
+of tests/data (made-up copies for timing the tools, marked synthetic in their ``machine_info``), waits until
+the loader's worker processes are there, signals, and then checks that every worker is gone.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+QUICK = ROOT / "tests" / "data" / "cpu-2core-quick.json"
+COPIES = 300
+
+pytestmark = [
+    pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads processes from Linux /proc"),
+    pytest.mark.skipif(
+        len(os.sched_getaffinity(0)) < 2 if hasattr(os, "sched_getaffinity") else True,
+        reason="the loader starts worker processes only with 2 or more usable CPUs",
+    ),
+]
+
+
+@pytest.fixture(scope="module")
+def fleet(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    spec = importlib.util.spec_from_file_location("fanout_runs", ROOT / "tools" / "fanout_runs.py")
+    fanout = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fanout)
+    out = tmp_path_factory.mktemp("fleet") / "runs"
+    assert fanout.main([str(QUICK), str(out), "--copies", str(COPIES), "--machines", "2"]) == 0
+    return out
+
+
+def children(pid: int) -> list[int]:
+    """The processes whose parent is ``pid`` (from /proc/*/stat: the field after the state is the ppid)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rpartition(")")[2].split()
+        except OSError:
+            continue  # ended while we looked
+        if int(fields[1]) == pid:
+            found.append(int(stat.parent.name))
+    return found
+
+
+def alive(pid: int) -> bool:
+    """Whether ``pid`` is a process that has not ended (a zombie has ended)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def start(fleet: Path, out: Path) -> tuple[subprocess.Popen, list[int]]:
+    """Start the report on the fleet; return it and its loader workers once they are running."""
+    command = [sys.executable, "-m", "analysis", "report", str(fleet), "--include-quick", "--out", str(out)]
+    process = subprocess.Popen(
+        command,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,  # its own process group, as a shell gives a command: Ctrl-C goes to all
+    )
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and process.poll() is None:
+        workers = children(process.pid)
+        if len(workers) >= 2:
+            return process, workers
+        time.sleep(0.005)
+    process.kill()
+    pytest.fail(f"the loader's workers never showed (exit {process.poll()}): {process.communicate()[1]!r}")
+
+
+def gone(pids: list[int], within_s: float) -> list[int]:
+    """The processes of ``pids`` still alive after waiting up to ``within_s``."""
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline and any(alive(pid) for pid in pids):
+        time.sleep(0.05)
+    return [pid for pid in pids if alive(pid)]
+
+
+@pytest.mark.parametrize(
+    ("name", "send"),
+    [
+        ("SIGTERM", lambda process: process.send_signal(signal.SIGTERM)),
+        ("SIGINT", lambda process: process.send_signal(signal.SIGINT)),
+        ("SIGINT", lambda process: os.killpg(process.pid, signal.SIGINT)),  # Ctrl-C in a terminal
+    ],
+    ids=["kill -TERM", "kill -INT", "Ctrl-C"],
+)
+def test_a_signal_stops_the_command_and_its_workers(fleet: Path, tmp_path: Path, name: str, send) -> None:
+    out = tmp_path / "report"
+    process, workers = start(fleet, out)
+    send(process)
+    _, err = process.communicate(timeout=120)
+    assert process.returncode == 128 + signal.Signals[name].value, err
+    assert err.decode().splitlines()[-1] == f"python -m analysis: stopped by {name} before it finished"
+    assert b"Traceback" not in err
+    assert gone(workers, within_s=10) == []
+    assert not out.exists()  # created for the command, empty when it stopped: removed
+
+
+def test_workers_of_a_killed_parent_end_by_themselves(fleet: Path, tmp_path: Path) -> None:
+    """SIGKILL gives the parent no chance to end its workers: each notices its parent is gone."""
+    process, workers = start(fleet, tmp_path / "report")
+    process.kill()
+    process.communicate(timeout=120)
+    assert gone(workers, within_s=10) == []
