@@ -336,7 +336,7 @@ def _compare(args: argparse.Namespace) -> int:
     if args.points:
         table = point_table(frame, groups.baseline.label)
         return _print_cases(args, head, table, groups, point_columns(frame), ("median",))
-    table = figure_table(frame, fit_all(frame), groups.baseline.label)
+    table = figure_table(frame, fit_all(frame, predictions=False), groups.baseline.label)
     return _print_figures(args, head, table, groups)
 
 

@@ -64,9 +64,11 @@ def has_cases(frame: pd.DataFrame, cases: tuple[str, ...], device: str | None = 
     return bool(rows.any())
 
 
-def fit_all(frame: pd.DataFrame) -> Fits:
+def fit_all(frame: pd.DataFrame, predictions: bool = True) -> Fits:
     """Fit every family present in ``frame`` once, so the table, the figures, the report and the summary
-    agree; the decode steps are predicted from these same host and launch fits."""
+    agree; the decode steps are predicted from these same host and launch fits. ``predictions``: False
+    leaves the predicted tables (many vs one, spin, the decode steps and demo) empty, for a caller that
+    shows the fitted figures only (``python -m analysis compare``)."""
     empty = pd.DataFrame()
     host = _per_machine(fit_host, frame, HOST_COLUMNS)
     launch = (
@@ -74,6 +76,8 @@ def fit_all(frame: pd.DataFrame) -> Fits:
         if has_cases(frame, CUDA_CASES, "cuda")
         else pd.DataFrame(columns=list(FIT_COLUMNS))
     )
+    if not predictions:
+        return Fits(host, empty, launch, empty, empty, empty)
     return Fits(
         host=host,
         many_vs_one=predict_many_vs_one(frame, host) if not host.empty else empty,
