@@ -34,7 +34,8 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, NoReturn, TextIO
 
-from analysis.output import OutputError, check_out, check_replaceable, publish, remove_created, staging
+from analysis.output import FIGURE_FORMATS as FORMATS
+from analysis.output import OutputError, check_out, check_replaceable, remove_created, staging
 from model.units import text_for_stream
 
 if TYPE_CHECKING:
@@ -46,9 +47,7 @@ if TYPE_CHECKING:
 
 _PROG = "python -m analysis"
 #: ``compare``'s output formats (``analysis.render``): for people, then for scripts.
-FORMATS = ("text", "markdown", "csv", "json")
-#: The plot command's name for its files in the output folder's manifest (``analysis.output``).
-_PLOT_OWNER = "plot"
+COMPARE_FORMATS = ("text", "markdown", "csv", "json")
 
 
 class CLIError(Exception):
@@ -154,10 +153,19 @@ def _parser() -> argparse.ArgumentParser:
     _add_compare_options(compare)
     compare.set_defaults(command=_compare)
 
-    plot = commands.add_parser("plot", help="write the figures (PNG and SVG)", description=_plot.__doc__)
+    plot = commands.add_parser(
+        "plot", help="write the report's figures into DIR/figures/ (PNG and SVG)", description=_plot.__doc__
+    )
     _add_paths(plot)
     _add_baseline(plot)
     _add_out(plot, "the figures")
+    plot.add_argument(
+        "--formats",
+        type=_formats,
+        default=FORMATS,
+        metavar="FORMATS",
+        help=f"comma-separated file formats to write, of {', '.join(FORMATS)} (default: {','.join(FORMATS)})",
+    )
     plot.set_defaults(command=_plot)
     return parser
 
@@ -210,7 +218,7 @@ def _add_compare_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--format",
-        choices=FORMATS,
+        choices=COMPARE_FORMATS,
         default="text",
         help="text or markdown for people; csv or json (SI units, p-values) for scripts (default: text)",
     )
@@ -489,28 +497,42 @@ def _print_for_scripts(
 
 
 def _plot(args: argparse.Namespace) -> int:
-    """Write the figures (PNG and SVG) into DIR: time vs size with the fitted law, measured vs predicted,
-    machines side by side, and the GPU/decode figures when those cases are present."""
+    """Write the figures of the report into DIR/figures/, the same files ``report`` writes there (without
+    report.md): time per numpy call vs size with the fitted law, many small calls vs one big, the decode
+    steps against their predicted bands, the machines side by side, and the GPU launch figures and the
+    per-op costs where those cases are present."""
     with _out_folder(args) as out:
-        selection = _load(args, "analysis.compare", "analysis.plots")
+        selection = _load(args, "analysis.compare", "analysis.figures")
         from analysis.compare import figure_table
+        from analysis.figures import publish_figures, write_figures
         from analysis.fits import fit_all
-        from analysis.plots import plot_all
         from analysis.runs import selection_lines
 
         for line in selection_lines(selection):
             _say(f"{_PROG}: {line}", sys.stderr)
         frame = selection.result.frame
         fits = fit_all(frame)
+        table = figure_table(frame, fits, args.baseline)
         with staging(out) as stage:
-            staged = plot_all(frame, fits, figure_table(frame, fits, args.baseline), out_dir=stage)
-            published = publish(stage, out, _PLOT_OWNER, args.force)
+            staged = write_figures(frame, fits, table, out_dir=stage, formats=args.formats)
+            published = publish_figures(stage, out, args.force)
             paths = [out / path.relative_to(stage) for path in staged]
     for line in published.kept:
         _say(f"{_PROG}: warning: {line}", sys.stderr)
     for path in paths:
         _say(str(path))
     return 0
+
+
+def _formats(text: str) -> tuple[str, ...]:
+    """``--formats``: a comma-separated subset of ``FORMATS``."""
+    formats = tuple(dict.fromkeys(part.strip().lower() for part in text.split(",") if part.strip()))
+    unknown = [fmt for fmt in formats if fmt not in FORMATS]
+    if unknown or not formats:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: give one or more of {', '.join(FORMATS)}, comma-separated"
+        )
+    return formats
 
 
 def _leave(code: int) -> NoReturn:

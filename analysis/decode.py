@@ -442,6 +442,19 @@ def where(row: object) -> str:
     return f"below: {row.measured_s / row.overlapped_s:.2f}× overlapped"
 
 
+def where_calibrated(row: object) -> str:
+    """``where`` for a GPU step of ``decode_table`` against its calibrated roofline's bounds."""
+    return where(
+        SimpleNamespace(
+            measured_s=row.measured_s,
+            serial_s=row.calibrated_serial_s,
+            overlapped_s=row.calibrated_overlapped_s,
+            position=row.calibrated_position,
+            within_bounds=bool(row.calibrated_overlapped_s <= row.measured_s <= row.calibrated_serial_s),
+        )
+    )
+
+
 def _device_lines(device: str, rows: pd.DataFrame) -> list[str]:
     """One table per device: the measured step beside its bounds and bandwidth."""
     first = rows.iloc[0]
@@ -499,13 +512,6 @@ def _calibrated_lines(rows: pd.DataFrame) -> list[str]:
     )
     cells = []
     for row in measured.itertuples(index=False):
-        calibrated = SimpleNamespace(
-            measured_s=row.measured_s,
-            serial_s=row.calibrated_serial_s,
-            overlapped_s=row.calibrated_overlapped_s,
-            position=row.calibrated_position,
-            within_bounds=bool(row.calibrated_overlapped_s <= row.measured_s <= row.calibrated_serial_s),
-        )
         cells.append(
             [
                 str(row.plan),
@@ -514,7 +520,7 @@ def _calibrated_lines(rows: pd.DataFrame) -> list[str]:
                 _time(row.calibrated_work_s),
                 _time(row.calibrated_overlapped_s),
                 _time(row.calibrated_serial_s),
-                where(calibrated),
+                where_calibrated(row),
                 str(row.per_op_from) if isinstance(row.per_op_from, str) else "n/a",
             ]
         )

@@ -50,6 +50,9 @@ PLATFORM_FOLDER = re.compile(r"^.+-[A-Za-z]+-[^-]+-\d+bit$")
 MANIFEST_NAME = ".launchbench-output.json"
 MANIFEST_VERSION = 1
 _STAGING_PREFIX = ".launchbench-staging-"
+#: The file formats figures are written in by default (PNG to look at, SVG to zoom into); here rather than
+#: in ``analysis.figures`` so the command line can offer them without importing matplotlib.
+FIGURE_FORMATS = ("png", "svg")
 _GLOB_CHARS = frozenset("*?[")
 
 
@@ -212,16 +215,18 @@ def staging(out: Path) -> Iterator[Path]:
         shutil.rmtree(stage, ignore_errors=True)
 
 
-def publish(stage: Path, out: Path, owner: str, force: bool) -> Published:
-    """Move every file under ``stage`` to the same relative path in ``out``, remove ``owner``'s earlier files
-    the new output does not have, and record the new files in the manifest as ``owner``'s.
+def publish(stage: Path, out: Path, owner: str, force: bool, part: str | None = None) -> Published:
+    """Move every file under ``stage`` (only those under its subfolder ``part``, when given) to the same
+    relative path in ``out``, remove ``owner``'s earlier files the new output does not have, and record the
+    new files in the manifest as ``owner``'s.
 
     Raises ``OutputError`` (nothing moved) when a file would replace one that is not ``owner``'s unchanged
     file, unless ``force``; a folder in the way is never replaced. The signals that stop a command are held
     while files are moved (``analysis.signals.held``), so they cannot leave the folder and its manifest
     disagreeing."""
     owned = owned_files(out, owner)
-    staged = sorted(path.relative_to(stage).as_posix() for path in stage.rglob("*") if path.is_file())
+    root = stage / part if part is not None else stage
+    staged = sorted(path.relative_to(stage).as_posix() for path in root.rglob("*") if path.is_file())
     for rel in staged:
         blocking = [parent for parent in Path(rel).parents if (out / parent).is_file()]
         if blocking:

@@ -18,10 +18,10 @@ import pandas as pd
 
 from analysis.compare import BY_MACHINE, figure_table, group_runs
 from analysis.decode import where
+from analysis.figures import FIGURES_DIR, publish_figures, write_figures
 from analysis.fits import Fits, fit_all
 from analysis.host import BANDWIDTH_OPS
 from analysis.output import publish, staging
-from analysis.plots import plot_all
 from analysis.render import figure_lines, markdown_table, with_interval
 from analysis.runs import Selection, selection_lines
 from analysis.trust import stability, unstable_line, verdict
@@ -34,8 +34,8 @@ from model.units import (
 )
 
 REPORT_NAME = "report.md"
-FIGURES_DIR = "figures"
-#: The report's name for its files in the output folder's manifest (``analysis.output``).
+#: The report's name for report.md in the output folder's manifest (``analysis.output``); its figures are
+#: ``analysis.figures.FIGURES_OWNER``'s, shared with ``plot``, which writes the same files.
 OWNER = "report"
 
 
@@ -153,7 +153,10 @@ def _host_lines(fits: Fits, figures: dict[str, str]) -> list[str]:
             ["machine", "variant", "pieces", "elements per call", "measured", "predicted", "error", "basis"],
             rows,
         )
-        lines += ["", *_figure_link(figures, "many_vs_one_parity", "Many vs one: measured vs predicted")]
+        lines += [
+            "",
+            *_figure_link(figures, "many_vs_one", "Many small calls vs one big: measured and predicted"),
+        ]
     return lines
 
 
@@ -184,6 +187,10 @@ def _launch_lines(fits: Fits, figures: dict[str, str]) -> list[str]:
         ["machine", "figure (from)", "value [95 % CI]", "points", "interval from", "note"], rows
     )
     lines.append("")
+    lines += _figure_link(figures, "launch_vs_graph", "Time per kernel: eager launches and graph replay")
+    lines += _figure_link(
+        figures, "launch_ladder", "The launch-cost ladder: cost per launch by kernel arguments"
+    )
     if not fits.spin.empty:
         lines += [
             "### Spin kernels against the model's bounds",
@@ -211,8 +218,7 @@ def _launch_lines(fits: Fits, figures: dict[str, str]) -> list[str]:
             )
         header = ["machine", "mode", "d", "N", "measured", "overlapped", "serial", "within", "vs overlapped"]
         lines += [*markdown_table(header, rows), ""]
-        lines += _figure_link(figures, "spin_parity", "Spin kernels: measured vs the model's bounds")
-        lines += _figure_link(figures, "knee", "Time per kernel vs kernel duration, with the knee")
+        lines += _figure_link(figures, "knee", "Spin kernels against the model's band, with the knee")
     if not fits.decode_demo.empty:
         lines += [
             "### Lecture demo 2 with measured launch costs",
@@ -304,7 +310,7 @@ def _decode_lines(fits: Fits, figures: dict[str, str]) -> list[str]:
         "of reference bandwidth",
     ]
     lines += [*markdown_table(header, rows), ""]
-    lines += _figure_link(figures, "decode_bands", "Decode steps inside their predicted bounds")
+    lines += _figure_link(figures, "decode_bands", "Decode steps against their predicted bands")
     return lines
 
 
@@ -352,12 +358,13 @@ def write_report(
     out_dir.mkdir(parents=True, exist_ok=True)
     with staging(out_dir) as stage:
         written = _write_report(selection, stage, baseline)
-        published = publish(stage, out_dir, OWNER, force)
+        figures = publish_figures(stage, out_dir, force)
+        report = publish(stage, out_dir, OWNER, force)
     return WrittenReport(
         path=out_dir / REPORT_NAME,
         figures=tuple(out_dir / path.relative_to(stage) for path in written.figures),
-        removed=published.removed,
-        kept=published.kept,
+        removed=figures.removed + report.removed,
+        kept=figures.kept + report.kept,
     )
 
 
@@ -367,7 +374,7 @@ def _write_report(selection: Selection, out_dir: Path, baseline: str | None) -> 
     frame = result.frame
     fits = fit_all(frame)
     table = figure_table(frame, fits, baseline)
-    figure_paths = plot_all(frame, fits, table, out_dir / FIGURES_DIR)
+    figure_paths = write_figures(frame, fits, table, out_dir)
     figures = {path.stem: f"{FIGURES_DIR}/{path.stem}" for path in figure_paths}
     machines = frame["machine_id"].nunique()
     lines = ["# launchbench report", ""]
@@ -399,6 +406,7 @@ def _write_report(selection: Selection, out_dir: Path, baseline: str | None) -> 
     lines += _host_lines(fits, figures)
     lines += _launch_lines(fits, figures)
     lines += _decode_lines(fits, figures)
+    lines += _figure_link(figures, "op_costs", "Fixed cost of each numpy op of the decode step, beside t0")
     groups = group_runs(result.runs, BY_MACHINE, table.attrs["baseline"]).groups
     lines += ["", "## Machines compared", "", *figure_lines(table, groups, BY_MACHINE, markdown=True), ""]
     lines += _figure_link(figures, "machines", "Fitted figures relative to the baseline machine")

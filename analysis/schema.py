@@ -52,13 +52,17 @@ STAT_COUNTS = ("rounds", "iterations")
 
 #: ``extra_info`` keys of text (``benchmarks/records.py``'s contract); ``case`` and ``device`` are always
 #: written (``benchmarks.records.coordinates``) and every family is selected by them.
-TEXT_COORDINATES = ("case", "device", "op", "dtype", "variant", "mode", "plan", "config")
+TEXT_COORDINATES = ("case", "device", "op", "dtype", "variant", "mode", "plan", "config", "layer")
 REQUIRED_COORDINATES = ("case", "device")
 #: ``extra_info`` counts ≥ 1, counts that may be 0 (a requested kernel duration of 0 ns; FLOPs of a pure
 #: copy), times, and rates (B/s, finite and > 0).
 POSITIVE_COUNTS = ("n", "pieces", "n_calls", "n_kernels", "bytes", "batch", "ctx", "rows", "cols")
-NON_NEGATIVE_COUNTS = ("kernel_ns", "flops")
+NON_NEGATIVE_COUNTS = ("kernel_ns", "flops", "n_args", "n_args_total")
 TIME_COORDINATES = ("gpu_time_s",)
+#: Durations in ns that may be 0 and need not be whole (a median of achieved spin durations).
+NANOSECOND_COORDINATES = ("achieved_ns", "achieved_timer_ns")
+#: ``extra_info`` mappings carried into the frame as they are, once checked: a decode step's call list by op.
+MAPPING_COORDINATES = ("op_counts",)
 RATE_COORDINATES = ("spec_bytes_per_s",)
 
 #: The coordinates every case of a family has recorded since the family was first saved (the ``record``
@@ -75,6 +79,9 @@ FAMILY_COORDINATES = {
     "enqueue": ("op", "mode", "n_kernels", "gpu_time_s"),
     "sync": ("op",),
     "decode_step": ("op", "dtype", "bytes"),
+    "launch_args": ("op", "mode", "layer", "n_args", "n_kernels"),
+    "numpy_op": ("op", "dtype", "n_calls"),
+    "decode_floor": ("op", "plan", "config", "n_calls", "op_counts"),
 }
 #: ... and those of the decode_step family's two operations, and of a whole decode step on each device.
 DECODE_OP_COORDINATES = {
@@ -190,6 +197,16 @@ def _iso_time(value: object) -> str | None:
     return None
 
 
+def _op_counts(value: object) -> str | None:
+    """A call list by op: a non-empty object of printable op names, each to a count ≥ 1."""
+    if not isinstance(value, Mapping) or not value:
+        return "must be a non-empty object of op -> count"
+    for op, count in value.items():
+        if _name(op) or _count(1)(count):
+            return f"must map each op to a count ≥ 1 (bad entry: {shown(op)}: {shown(count)})"
+    return None
+
+
 def _list_of(check: Check, what: str) -> Check:
     def check_list(value: object) -> str | None:
         if not isinstance(value, list) or any(check(item) for item in value):
@@ -301,6 +318,8 @@ CASE_FIELDS = Fields(
                 **dict.fromkeys(NON_NEGATIVE_COUNTS, _count(0)),
                 **dict.fromkeys(TIME_COORDINATES, _time),
                 **dict.fromkeys(RATE_COORDINATES, _positive),
+                **dict.fromkeys(NANOSECOND_COORDINATES, _non_negative),
+                **dict.fromkeys(MAPPING_COORDINATES, _op_counts),
             },
             required=True,
             required_keys=REQUIRED_COORDINATES,
@@ -444,7 +463,11 @@ def _checked_case(bench: Mapping) -> tuple[dict[str, object] | None, str | None,
     checked_stats = {key: stats[key] for key in kept if key in stats}
     checked_stats.setdefault("ops", 1 / stats["mean"])  # pytest-benchmark < 3.1 did not save it
     checked_stats["data"] = data
-    extra = {key: value for key, value in bench["extra_info"].items() if _scalar(value)}
+    extra = {
+        key: dict(value) if key in MAPPING_COORDINATES else value
+        for key, value in bench["extra_info"].items()
+        if _scalar(value) or key in MAPPING_COORDINATES
+    }
     case = {
         "name": bench["name"],
         "fullname": bench.get("fullname"),
@@ -474,7 +497,8 @@ def _family_problem(extra: Mapping) -> str | None:
 
 def _scalar(value: object) -> bool:
     """Whether an ``extra_info`` value can be a frame cell: text, a number, true/false or null. Keys analysis
-    does not know that hold a list or an object are not carried into the frame (nothing reads them)."""
+    does not know that hold a list or an object are not carried into the frame (nothing reads them); the
+    known mappings (``MAPPING_COORDINATES``) are, once checked."""
     return value is None or isinstance(value, str | int | float | bool)
 
 

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pytest
 
-from benchmarks.cuda import cupy_module, device_failures, unavailable_reason
+from benchmarks.cuda import cupy_module, device_failures, gpu_info, unavailable_reason
 from benchmarks.cuda_timing import Submit, capture_graph, event_median_s, replay, then_sync
 from benchmarks.decode_numpy import (
     PLANS,
@@ -50,7 +50,7 @@ from benchmarks.decode_numpy import (
 from benchmarks.records import record
 from benchmarks.run_record import record_fact
 from benchmarks.spin_clock import spin
-from model.hardware import spec_for_device_name
+from model.hardware import resolve_gpu_spec
 from model.llm import LLAMA32_1B
 
 if TYPE_CHECKING:
@@ -252,8 +252,9 @@ def gpu_model(request: pytest.FixtureRequest) -> Iterator[_GpuModel]:
             steps[next(iter(PLANS))].submit()
             reference = reference_logits_fp32(weights, cache, TOKEN, cupy).get()
             stream.synchronize()
-            name = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)["name"]
-    spec = spec_for_device_name(name.decode() if isinstance(name, bytes) else str(name))
+    # The datasheet spec, a MIG slice's share of it, or one derived from the device's own attributes.
+    device = gpu_info() or {}
+    spec = resolve_gpu_spec(device.get("name"), device).spec
     with stream:
         yield _GpuModel(
             stream=stream,

@@ -82,7 +82,7 @@ def test_plot_writes_png_and_svg(storage: Path, tmp_path: Path, capsys: pytest.C
     assert printed
     # Which runs the figures show goes to stderr, beside the load warnings.
     assert "python -m analysis: Runs used: 2 (2 machines): " in captured.err
-    assert all(path.is_file() and path.parent == out_dir for path in printed)
+    assert all(path.is_file() and path.parent == out_dir / "figures" for path in printed)
     assert {path.suffix for path in printed} == {".png", ".svg"}
 
 
@@ -244,17 +244,21 @@ def test_plot_never_replaces_a_file_it_did_not_write(
     storage: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = tmp_path / "figs"
-    out.mkdir()
-    (out / "time_vs_size.png").write_bytes(b"my own figure")
+    (out / "figures").mkdir(parents=True)
+    mine = out / "figures" / "time_vs_size.png"
+    mine.write_bytes(b"my own figure")
     assert main(["plot", str(storage), "--out", str(out)]) == 1
     line = capsys.readouterr().err.splitlines()[-1]
     assert line == (
-        f"python -m analysis: error: {out / 'time_vs_size.png'} exists and was not written by this "
+        f"python -m analysis: error: {mine} exists and was not written by this "
         f"command (no record of it in {out / '.launchbench-output.json'}); move it away, or pass --force to "
         "replace it"
     )
-    assert (out / "time_vs_size.png").read_bytes() == b"my own figure"
-    assert sorted(p.name for p in out.iterdir()) == ["time_vs_size.png"]  # nothing half-written
+    assert mine.read_bytes() == b"my own figure"
+    assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*")) == [
+        "figures",
+        "figures/time_vs_size.png",
+    ]  # nothing half-written
 
 
 ROOT = Path(__file__).resolve().parent.parent

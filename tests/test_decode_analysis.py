@@ -213,20 +213,6 @@ def test_summary_is_empty_without_decode_cases() -> None:
     assert decode_table(other).empty
 
 
-def test_band_figure_draws_every_predicted_step(tmp_path) -> None:
-    from analysis.plots import plot_decode_bands
-
-    table = decode_table(_steps(), host_fits=_host_fits(), launch_fits=_launch_fits())
-    paths = plot_decode_bands(table, tmp_path)
-    assert sorted(path.name for path in paths) == ["decode_bands.png", "decode_bands.svg"]
-    svg = (tmp_path / "decode_bands.svg").read_text(encoding="utf-8")
-    for row in table.itertuples(index=False):  # one labelled row per step, with where it falls
-        assert f"{row.config} {row.plan} {row.mode if isinstance(row.mode, str) else ''}".strip() in svg
-    assert "GPU (CuPy)" in svg and "CPU (numpy)" in svg
-    no_prediction = table.assign(serial_s=math.nan, overlapped_s=math.nan)
-    assert plot_decode_bands(no_prediction, tmp_path / "none") == []
-
-
 def test_cpu_work_uses_the_read_bandwidth_where_it_is_the_highest() -> None:
     read_bps = 30e9  # above copy and triad: a step that only reads streams at the read rate
     host = _host_fits().assign(read_bytes_per_s=read_bps)

@@ -148,6 +148,8 @@ def synthetic_complete_gpu_run() -> dict:
     gpu |= {"pstate": 0, "throttle_reasons": [], "violation_time_ns": dict.fromkeys(VIOLATION_POLICIES, 5)}
     clock = {"cycles_per_ns": 1.98, "spread": 0.001}
     run[RUN_RECORD_KEY] = {
+        "version": 1,
+        "quick": False,
         "status": "completed",
         "cases": {
             "planned": 40,

@@ -1,4 +1,4 @@
-"""analysis.report and analysis.plots: the report of the real CPU run, and — since no real GPU run exists
+"""analysis.report and analysis.figures: the report of the real CPU run, and — since no real GPU run exists
 yet — of a SYNTHETIC GPU run built here from known launch costs (never saved as data).
 
 The figures the report states must be the fits' and the model's own values, and the figures it links must
@@ -130,7 +130,7 @@ def test_report_of_the_real_cpu_run_links_existing_figures(cpu_report) -> None:
     assert "## CPU: numpy per-call cost and host bandwidth" in text
     assert "## GPU" not in text
     stems = {path.stem for path in written.figures}
-    assert {"time_vs_size", "many_vs_one_parity"} <= stems
+    assert {"time_vs_size", "many_vs_one"} <= stems
     assert {path.suffix for path in written.figures} == {".png", ".svg"}
     links = linked_figures(written.path)
     assert links
@@ -172,7 +172,7 @@ def test_gpu_sections_of_a_synthetic_run_hold_the_models_values(tmp_path: Path) 
     text = written.path.read_text(encoding="utf-8")
     assert "## GPU: launch, synchronise and graph costs" in text
     assert "### Lecture demo 2 with measured launch costs" in text
-    assert {"knee", "spin_parity", "decode_step"} <= {p.stem for p in written.figures}
+    assert {"knee", "launch_vs_graph", "decode_step"} <= {p.stem for p in written.figures}
     for link in linked_figures(written.path):
         assert link.is_file(), link
 

@@ -69,6 +69,21 @@ BAD_CASES = [
     ("extra_info", "op", "np.add\nrm -rf", "extra_info.op = 'np.add\\nrm -rf' (must be printable text)"),
     ("extra_info", "variant", "", "extra_info.variant = '' (must not be empty)"),
     ("extra_info", "variant", ["views"], "extra_info.variant = a list of 1 (must be text)"),
+    ("extra_info", "n_args", -1, "extra_info.n_args = -1 (must be a finite number ≥ 0)"),
+    ("extra_info", "achieved_ns", float("nan"), "extra_info.achieved_ns = nan (must be a finite number ≥ 0)"),
+    ("extra_info", "layer", 3, "extra_info.layer = 3 (must be text)"),
+    (
+        "extra_info",
+        "op_counts",
+        {"np.add(1d, 1d)": 0},
+        "extra_info.op_counts = an object (must map each op to a count ≥ 1 (bad entry: 'np.add(1d, 1d)': 0))",
+    ),
+    (
+        "extra_info",
+        "op_counts",
+        [],
+        "extra_info.op_counts = a list of 0 (must be a non-empty object of op -> count)",
+    ),
     (None, "name", None, "name = None (must be text)"),
     (None, "stats", "fast", "stats = 'fast' (must be an object)"),
     (None, "options", [], "options = a list of 0 (must be an object)"),
@@ -86,6 +101,15 @@ def test_a_bad_field_drops_its_case_with_one_line(
     result, _ = load_beside_good(tmp_path, bad)
     assert result.problems == (f"{bad}: case {bench['fullname']}: dropped: {said}",)
     assert (result.frame["source"] == str(bad)).sum() == len(doc["benchmarks"]) - 1
+
+
+def test_a_call_list_by_op_is_carried_as_a_mapping(tmp_path: Path) -> None:
+    doc = real(XEON)
+    first_case(doc)["extra_info"]["op_counts"] = {"np.add(1d, 1d)": 3, "np.copyto(1d, 1d)": 1}
+    result = load_runs([write_json(tmp_path / "counts.json", doc)], samples=False)
+    assert not result.problems
+    (counts,) = [c for c in result.frame["op_counts"] if isinstance(c, dict)]
+    assert counts == {"np.add(1d, 1d)": 3, "np.copyto(1d, 1d)": 1}
 
 
 def test_a_missing_coordinate_or_statistic_is_named(tmp_path: Path) -> None:

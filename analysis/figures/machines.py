@@ -1,0 +1,154 @@
+"""``machines``: every fitted figure of each machine against the baseline machine (``analysis.compare``'s
+figure table), one row per figure.
+
+A ratio is drawn so that > 1 always means "this machine is faster or has more": times (lower is better) as
+baseline ÷ this machine, rates (higher is better) as this machine ÷ baseline; n½ has no better side and is
+drawn as this machine ÷ baseline, its row says so. Each row's label says which way its raw figure is better.
+Filled markers: differences the Mann-Whitney test found significant; hollow: within noise or not judged.
+Figures a machine has no ratio for (not measured, not fitted, the baseline lacks them) are listed under the
+figure, never dropped silently.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+
+from analysis.compare import MARK_NOT_SIGNIFICANT, MARK_SIGNIFICANT
+from analysis.figures.style import (
+    TICK_PT,
+    DirectLabel,
+    Machines,
+    direct_label,
+    finish,
+    log_axis,
+    max_ticks,
+    panels,
+    ratio_tick,
+    side_legend,
+)
+
+#: unit -> (which way the raw figure is better, whether the ratio is inverted to read > 1 = better).
+_DIRECTION = {
+    "s": ("lower is better", True),
+    "B/s": ("higher is better", False),
+    "elem/s": ("higher is better", False),
+}
+_NEITHER = ("neither is better", False)
+_ROW_IN = 0.34
+
+
+def machines(table: pd.DataFrame) -> Figure | None:
+    """The machine comparison as a dot plot (log x, 1 = equal to the baseline); nothing without a second
+    machine that shares a figure with the baseline."""
+    if table.empty:
+        return None
+    baseline = table.attrs["baseline"]
+    others = table[table["machine_id"] != baseline].copy()
+    ratio = others["ratio"].astype(float)
+    others["oriented"] = [
+        (1 / r if _DIRECTION.get(unit, _NEITHER)[1] else r) if math.isfinite(r) and r > 0 else math.nan
+        for r, unit in zip(ratio, others["unit"], strict=True)
+    ]
+    drawn = others[np.isfinite(others["oriented"])]
+    if drawn.empty:
+        return None
+    names = Machines.of([baseline, *others["machine_id"]])
+    others_ids = [m for m in names.ids if m != baseline]
+    figures = list(dict.fromkeys(drawn["figure"]))
+    units = drawn.groupby("figure", sort=False)["unit"].first()
+    figure, (ax,) = panels(1, 0.9 + _ROW_IN * len(figures) * (1 + 0.15 * min(len(others_ids), 6)))
+    spread = 0.6 / max(1, len(others_ids))
+    value_labels: list[DirectLabel] = []
+    for k, machine in enumerate(others_ids):
+        color, marker = names.style(machine)
+        mine = drawn[drawn["machine_id"] == machine].set_index("figure")
+        for position, name in enumerate(figures):
+            if name not in mine.index:
+                continue
+            row = mine.loc[name]
+            y = position + (k - (len(others_ids) - 1) / 2) * spread
+            significant = row["mark"] == MARK_SIGNIFICANT
+            ax.plot(
+                row["oriented"],
+                y,
+                marker,
+                color=color,
+                markerfacecolor=color if significant else "white",
+                ms=6,
+                zorder=3,
+            )
+            if not names.panels:  # a few machines: each ratio also as a number, where it fits
+                places = [(6, 0, "left", "center_baseline"), (-6, 0, "right", "center_baseline")]
+                value_labels.append(direct_label(ax, f"{row['oriented']:.2g}×", (row["oriented"], y), places))
+    ax.axvline(1.0, color="0.3", linewidth=1, zorder=1)
+    labels = [f"{name}\n({_DIRECTION.get(units[name], _NEITHER)[0]})" for name in figures]
+    ax.set_yticks(range(len(figures)), labels, fontsize=TICK_PT)
+    ax.set_ylim(len(figures) - 0.5, -0.5)
+    for position in range(len(figures) - 1):
+        ax.axhline(position + 0.5, color="0.9", linewidth=0.8, zorder=0)
+    log_axis(
+        ax,
+        "x",
+        drawn["oriented"],
+        ratio_tick,
+        "against the baseline, > 1 = this machine faster (times) or more (rates, n½)",
+        max_ticks(5.5, 1.8),
+        include=[1.0],
+    )
+    ax.tick_params(axis="x", labelsize=TICK_PT)
+    ax.grid(True, axis="x", alpha=0.3)
+    handles = [
+        Line2D([], [], color=names.color(m), marker=names.marker(m), linestyle="none", ms=6)
+        for m in others_ids
+    ]
+    texts = [names.label(m) for m in others_ids]
+    handles += [
+        Line2D([], [], color="0.3", marker="o", linestyle="none", ms=6),
+        Line2D([], [], color="0.3", marker="o", markerfacecolor="white", linestyle="none", ms=6),
+    ]
+    texts += ["significant (p < 0.01)", "within noise, or not judged"]
+    side_legend(figure, handles, texts)
+    caption = (
+        f"Baseline: {names.label(baseline)}. Times are drawn as baseline ÷ this machine, rates and n½ as "
+        "this machine ÷ baseline. " + _left_out(table, others, baseline, names) + names.caption()
+    )
+    return finish(figure, _title(drawn, names, baseline, others_ids), caption, value_labels)
+
+
+def _title(drawn: pd.DataFrame, names: Machines, baseline: str, others_ids: list[str]) -> str:
+    directed = drawn[drawn["unit"].isin(list(_DIRECTION))]
+    better = int((directed["oriented"] > 1).sum())
+    worse = int((directed["oriented"] < 1).sum())
+    significant = int((directed["mark"] == MARK_SIGNIFICANT).sum())
+    judged = directed["mark"].isin([MARK_SIGNIFICANT, MARK_NOT_SIGNIFICANT]).sum()
+    who = names.label(others_ids[0]) if len(others_ids) == 1 else f"{len(others_ids)} machines"
+    pairs = "figures" if len(others_ids) == 1 else "figure–machine pairs"
+    title = (
+        f"{who} against the baseline {names.label(baseline)}: faster or more on {better}, slower or less on "
+        f"{worse} of {len(directed)} {pairs}"
+    )
+    if judged:
+        return title + f" ({significant} of the differences significant)"
+    return title + " (no difference judged: no raw samples)"
+
+
+def _left_out(table: pd.DataFrame, others: pd.DataFrame, baseline: str, names: Machines) -> str:
+    """The sentence naming each figure left out for a machine, and why."""
+    missing = []
+    for figure, rows in table.groupby("figure", sort=False):
+        base = rows[rows["machine_id"] == baseline]
+        theirs = others[others["figure"] == figure]
+        absent = [m for m in names.ids if m != baseline and m not in set(theirs["machine_id"])]
+        unusable = theirs[~np.isfinite(theirs["oriented"])]
+        if base.empty or not math.isfinite(float(base["value"].iloc[0])):
+            missing.append(f"{figure} (the baseline has none)")
+            continue
+        who = [names.label(m) for m in absent] + [names.label(m) for m in unusable["machine_id"]]
+        if who:
+            missing.append(f"{figure} (none on {', '.join(who)})")
+    return ("Left out: " + "; ".join(missing) + ". ") if missing else ""
