@@ -272,10 +272,18 @@ def _add_baseline(parser: argparse.ArgumentParser) -> None:
 def _load(args: argparse.Namespace, *modules: str) -> Selection:
     """Load ``args.paths`` (importing ``modules`` meanwhile, ``_importer``) and keep the runs that may be
     pooled (``_selected``); raise ``CLIError`` when ``args.baseline`` names no machine of the runs used."""
+    return _with_baseline(args, _selected(args, _loaded(args, *modules)))
+
+
+def _loaded(args: argparse.Namespace, *modules: str) -> LoadResult:
+    """``args.paths`` loaded (``analysis.load.load_runs``), ``modules`` imported meanwhile (``_importer``)."""
     from analysis.load import load_runs
 
-    loaded = load_runs(args.paths, samples=_samples(args, points=False), meanwhile=_importer(*modules))
-    selection = _selected(args, loaded)
+    return load_runs(args.paths, samples=_samples(args, points=False), meanwhile=_importer(*modules))
+
+
+def _with_baseline(args: argparse.Namespace, selection: Selection) -> Selection:
+    """``selection``, once ``args.baseline`` is known to name one of its machines (else ``CLIError``)."""
     from analysis.compare import choose_baseline
 
     try:
@@ -397,19 +405,30 @@ def _groups(runs: pd.DataFrame, args: argparse.Namespace, column: str | None) ->
     """``analysis.compare.group_runs`` of the runs used; ``CLIError`` for a fact no run records or a
     ``--baseline`` that names no group."""
     from analysis.compare import group_runs
-    from analysis.facts import fact_path
+    from analysis.facts import BY_MACHINE, fact_path
 
+    by = getattr(args, "by", BY_MACHINE)  # plot groups by machine
     if column is not None and runs[column].isna().all():
-        path = ".".join(fact_path(args.by))
-        raise CLIError(f"--by {args.by}: no run used records {path}")
+        raise CLIError(f"--by {by}: no run used records {'.'.join(fact_path(by))}")
     try:
-        return group_runs(runs, args.by, args.baseline, column)
+        return group_runs(runs, by, args.baseline, column)
     except ValueError as exc:
         raise CLIError(str(exc)) from exc
 
 
 def _compare_cases(args: argparse.Namespace, fact: str | None) -> int:
     """``compare`` of runs that hold no launchbench case: every suite's cases, matched by fullname."""
+    head, table, groups = _case_comparison(args, fact)
+    return _print_cases(args, head, table, groups, ["fullname"], CASE_STATISTICS)
+
+
+#: The statistics another suite's cases are compared by: pytest-benchmark's own (its compare sorts by min).
+CASE_STATISTICS = ("min", "median")
+
+
+def _case_comparison(args: argparse.Namespace, fact: str | None) -> tuple[list[str], pd.DataFrame, Groups]:
+    """The runs of ``args.paths`` of any suite, case by case (``analysis.compare.case_table`` by fullname):
+    the lines about the runs, the table and the groups (by ``fact``, else machine or run as ``args.by``)."""
     from analysis.compare import case_table, group_notes
     from analysis.foreign import load_cases
     from analysis.load import fact_column
@@ -432,8 +451,8 @@ def _compare_cases(args: argparse.Namespace, fact: str | None) -> int:
         *left_out,
         *group_notes(groups),
     ]
-    table = case_table(groups.relabel(frame), ["fullname"], groups.baseline.label, ("min", "median"))
-    return _print_cases(args, head, table, groups, ["fullname"], ("min", "median"))
+    table = case_table(groups.relabel(frame), ["fullname"], groups.baseline.label, CASE_STATISTICS)
+    return head, table, groups
 
 
 def _print_figures(args: argparse.Namespace, head: list[str], table: pd.DataFrame, groups: Groups) -> int:
@@ -500,21 +519,17 @@ def _plot(args: argparse.Namespace) -> int:
     """Write the figures of the report into DIR/figures/, the same files ``report`` writes there (without
     report.md): time per numpy call vs size with the fitted law, many small calls vs one big, the decode
     steps against their predicted bands, the machines side by side, and the GPU launch figures and the
-    per-op costs where those cases are present."""
+    per-op costs where those cases are present. Runs of another pytest-benchmark suite: their cases against
+    the baseline machine (cases), as ``compare`` sets them side by side."""
     with _out_folder(args) as out:
-        selection = _load(args, "analysis.compare", "analysis.figures")
-        from analysis.compare import figure_table
-        from analysis.figures import publish_figures, write_figures
-        from analysis.fits import fit_all
-        from analysis.runs import selection_lines
+        loaded = _loaded(args, "analysis.compare", "analysis.figures")
+        from analysis.figures import publish_figures
 
-        for line in selection_lines(selection):
-            _say(f"{_PROG}: {line}", sys.stderr)
-        frame = selection.result.frame
-        fits = fit_all(frame)
-        table = figure_table(frame, fits, args.baseline)
         with staging(out) as stage:
-            staged = write_figures(frame, fits, table, out_dir=stage, formats=args.formats)
+            if loaded.frame.empty:  # no launchbench case: any other suite's, case by case
+                staged = _case_figures(args, stage)
+            else:
+                staged = _launchbench_figures(args, loaded, stage)
             published = publish_figures(stage, out, args.force)
             paths = [out / path.relative_to(stage) for path in staged]
     for line in published.kept:
@@ -522,6 +537,34 @@ def _plot(args: argparse.Namespace) -> int:
     for path in paths:
         _say(str(path))
     return 0
+
+
+def _launchbench_figures(args: argparse.Namespace, loaded: LoadResult, stage: Path) -> list[Path]:
+    """``plot``'s figures of launchbench runs, written under ``stage``; the lines about the runs on stderr."""
+    from analysis.compare import figure_table
+    from analysis.figures import write_figures
+    from analysis.fits import fit_all
+    from analysis.runs import selection_lines
+
+    selection = _with_baseline(args, _selected(args, loaded))
+    for line in selection_lines(selection):
+        _say(f"{_PROG}: {line}", sys.stderr)
+    frame = selection.result.frame
+    fits = fit_all(frame)
+    table = figure_table(frame, fits, args.baseline)
+    return write_figures(frame, fits, table, out_dir=stage, formats=args.formats)
+
+
+def _case_figures(args: argparse.Namespace, stage: Path) -> list[Path]:
+    """``plot``'s figure of another suite's runs (their cases by machine), written under ``stage``."""
+    from analysis.compare import case_ratios
+    from analysis.figures import write_case_figures
+
+    head, table, groups = _case_comparison(args, None)
+    for line in head:
+        _say(f"{_PROG}: {line}", sys.stderr)
+    ratios = case_ratios(table, ["fullname"], CASE_STATISTICS)
+    return write_case_figures(ratios, groups.baseline.label, out_dir=stage, formats=args.formats)
 
 
 def _formats(text: str) -> tuple[str, ...]:

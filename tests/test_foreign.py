@@ -200,3 +200,20 @@ def test_text_at_many_cases_shows_the_top_rows(
     assert len(ratios) == 6 and set(ratios["statistic"]) == {"min", "median"}
     shown = [line.split()[0] for line in out.splitlines() if line.startswith("test_tiny.py::")]
     assert shown == list(ratios["case"][:2])
+
+
+def test_plot_draws_the_cases_of_two_machines(
+    two_runs: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``plot`` on another suite's runs draws its cases against the baseline machine (figures/cases.*)."""
+    doc = read(two_runs[1])
+    doc["machine_info"]["node"] = "other-laptop"
+    (tmp_path / "runs").mkdir()
+    other = write(tmp_path / "runs" / "other.json", doc)
+    out = tmp_path / "out"  # outside the runs' folders: storage is only read
+    assert main(["plot", str(two_runs[0]), str(other), "--out", str(out), "--formats", "png,svg"]) == 0
+    captured = capsys.readouterr()
+    assert sorted(path.name for path in (out / "figures").iterdir()) == ["cases.png", "cases.svg"]
+    assert "compared case by case (matched by fullname)" in captured.err
+    svg = (out / "figures" / "cases.svg").read_text(encoding="utf-8")
+    assert "3 cases against the baseline" in svg and "other-laptop" in svg

@@ -64,6 +64,16 @@ def write_figures(
     return paths
 
 
+def write_case_figures(
+    ratios: pd.DataFrame, baseline: str, out_dir: Path, formats: Sequence[str] = FORMATS
+) -> list[Path]:
+    """Draw another suite's cases against the baseline group (``machines.cases`` of
+    ``analysis.compare.case_ratios``) into ``out_dir/FIGURES_DIR`` as ``cases``; return the paths written
+    (none when no case has a ratio)."""
+    figure = machines.cases(ratios, baseline, ("median", "min"))
+    return save(figure, out_dir / FIGURES_DIR, "cases", formats) if figure is not None else []
+
+
 def publish_figures(stage: Path, out: Path, force: bool) -> Published:
     """Move the figures drawn under ``stage/FIGURES_DIR`` into ``out/FIGURES_DIR`` as ``FIGURES_OWNER``'s
     files (``analysis.output.publish``): stale figures of an earlier report or plot are removed, a file
