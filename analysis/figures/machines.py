@@ -102,22 +102,26 @@ def machines(table: pd.DataFrame) -> Figure | None:
     )
     ax.tick_params(axis="x", labelsize=TICK_PT)
     ax.grid(True, axis="x", alpha=0.3)
+    _legend(figure, names, others_ids)
+    caption = (
+        f"Baseline: {names.label(baseline)}. Times are drawn as baseline ÷ this machine, rates and n½ as "
+        "this machine ÷ baseline. " + _left_out(table, others, baseline, names) + names.caption()
+    )
+    return finish(figure, _title(drawn, names, baseline, others_ids), caption, value_labels)
+
+
+def _legend(figure: Figure, names: Machines, ids: list[str]) -> None:
+    """The side legend: each machine's (or group's) marker, then filled = significant, hollow = not."""
     handles = [
-        Line2D([], [], color=names.color(m), marker=names.marker(m), linestyle="none", ms=6)
-        for m in others_ids
+        Line2D([], [], color=names.color(m), marker=names.marker(m), linestyle="none", ms=6) for m in ids
     ]
-    texts = [names.label(m) for m in others_ids]
+    texts = [names.label(m) for m in ids]
     handles += [
         Line2D([], [], color="0.3", marker="o", linestyle="none", ms=6),
         Line2D([], [], color="0.3", marker="o", markerfacecolor="white", linestyle="none", ms=6),
     ]
     texts += ["significant (p < 0.01)", "within noise, or not judged"]
     side_legend(figure, handles, texts)
-    caption = (
-        f"Baseline: {names.label(baseline)}. Times are drawn as baseline ÷ this machine, rates and n½ as "
-        "this machine ÷ baseline. " + _left_out(table, others, baseline, names) + names.caption()
-    )
-    return finish(figure, _title(drawn, names, baseline, others_ids), caption, value_labels)
 
 
 def _title(drawn: pd.DataFrame, names: Machines, baseline: str, others_ids: list[str]) -> str:
@@ -202,16 +206,7 @@ def cases(
     )
     ax.tick_params(axis="x", labelsize=TICK_PT)
     ax.grid(True, axis="x", alpha=0.3)
-    handles = [
-        Line2D([], [], color=names.color(g), marker=names.marker(g), linestyle="none", ms=6) for g in groups
-    ]
-    texts = [names.label(g) for g in groups]
-    handles += [
-        Line2D([], [], color="0.3", marker="o", linestyle="none", ms=6),
-        Line2D([], [], color="0.3", marker="o", markerfacecolor="white", linestyle="none", ms=6),
-    ]
-    texts += ["significant (p < 0.01)", "within noise, or not judged"]
-    side_legend(figure, handles, texts)
+    _legend(figure, names, groups)
     main_rows = drawn[drawn["statistic"] == main]
     faster = int((main_rows["ratio"] < 1).sum())
     slower = int((main_rows["ratio"] > 1).sum())
