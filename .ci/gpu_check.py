@@ -144,6 +144,8 @@ def check_fits(path: Path, failures: list[str]) -> None:
     """The terminal summary of the saved run and every launch fit, through ``analysis``; one line where
     ``analysis`` cannot be imported here."""
     try:
+        import scipy.stats  # noqa: F401  (analysis imports it only when it fits: ask for it here)
+
         from analysis.launch import cuda_rows, fit_launch
         from analysis.load import load_runs
         from analysis.summary import summary_lines

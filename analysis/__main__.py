@@ -1,10 +1,11 @@
-"""``python -m analysis``: saved runs -> machine table, figures, Markdown report.
+"""``python -m analysis``: saved runs -> comparison tables, figures, Markdown report.
 
 The only module of ``analysis`` that prints or exits. Every expected failure is a ``CLIError`` (or an
 ``analysis.output.OutputError`` about the output folder), raised where the input is checked (paths,
 ``--out``, ``--baseline``) and turned into one line on stderr and exit code 1 in ``main``; a bad command
 line is one line and exit code 2. Problems with single input files are warnings (one line each) and the
-rest is used; the exit code is non-zero only when no usable launchbench case is left.
+rest is used; the exit code is non-zero only when no usable launchbench case is left (``compare``: no usable
+case of any pytest-benchmark suite, whose runs it compares case by case).
 
 ``--out`` is checked before anything is loaded (``analysis.output.check_out``): a folder that can be
 created and written, outside every input's run storage; ``report`` and ``plot`` replace only their own
@@ -24,10 +25,12 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib
+import os
 import signal
 import sys
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, NoReturn, TextIO
 
@@ -36,9 +39,15 @@ from analysis.output import OutputError, check_out, check_replaceable, remove_cr
 from model.units import text_for_stream
 
 if TYPE_CHECKING:
+    import pandas as pd
+
+    from analysis.compare import Groups
+    from analysis.load import LoadResult, Samples
     from analysis.runs import Selection
 
 _PROG = "python -m analysis"
+#: ``compare``'s output formats (``analysis.render``): for people, then for scripts.
+COMPARE_FORMATS = ("text", "markdown", "csv", "json")
 
 
 class CLIError(Exception):
@@ -135,13 +144,13 @@ def _parser() -> argparse.ArgumentParser:
     report.set_defaults(command=_report)
 
     compare = commands.add_parser(
-        "compare", help="print the machine table (ratios to a baseline)", description=_compare.__doc__
+        "compare",
+        help="groups of runs side by side: machines, runs or a fact's values (ratios to a baseline, "
+        "significance); any pytest-benchmark suite case by case",
+        description=_compare.__doc__,
     )
     _add_paths(compare)
-    _add_baseline(compare)
-    compare.add_argument(
-        "--points", action="store_true", help="also print every measured point per machine, with its test"
-    )
+    _add_compare_options(compare)
     compare.set_defaults(command=_compare)
 
     plot = commands.add_parser(
@@ -189,6 +198,52 @@ def _add_paths(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_compare_options(parser: argparse.ArgumentParser) -> None:
+    from analysis.facts import ALIASES
+
+    parser.add_argument(
+        "--by",
+        default="machine",
+        metavar="machine|run|FACT",
+        help="what the groups (columns) are: 'machine' (default), 'run' (one per saved run, in time order) "
+        "or a fact of the runs: a dotted path into machine_info, the run record (launchbench_run) or "
+        f"commit_info, or one of {', '.join(ALIASES)}",
+    )
+    parser.add_argument(
+        "--baseline",
+        metavar="GROUP",
+        default=None,
+        help="the group the others are compared with: a machine id, a run's file or a fact's value (or a "
+        "unique part of it); default: the first machine loaded, the earliest run or value",
+    )
+    parser.add_argument(
+        "--format",
+        choices=COMPARE_FORMATS,
+        default="text",
+        help="text or markdown for people; csv or json (SI units, p-values) for scripts (default: text)",
+    )
+    parser.add_argument(
+        "--top",
+        type=_positive_int,
+        default=None,
+        metavar="N",
+        help="show the first N case rows only (significant differences first, then by ratio)",
+    )
+    parser.add_argument(
+        "--points",
+        action="store_true",
+        help="launchbench runs: compare every measured point (median per timed call) instead of the fitted "
+        "figures",
+    )
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number >= 1, got {text}")
+    return value
+
+
 def _add_out(parser: argparse.ArgumentParser, what: str) -> None:
     parser.add_argument(
         "--out",
@@ -214,26 +269,23 @@ def _add_baseline(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _load(args: argparse.Namespace) -> Selection:
-    """Load ``args.paths`` and keep the runs that may be pooled; print one warning per problem; raise
-    ``CLIError`` when nothing usable is left or ``args.baseline`` names no machine of the runs used."""
-    from analysis.compare import choose_baseline
-    from analysis.load import load_runs
-    from analysis.runs import select_runs
+def _load(args: argparse.Namespace, *modules: str) -> Selection:
+    """Load ``args.paths`` (importing ``modules`` meanwhile, ``_importer``) and keep the runs that may be
+    pooled (``_selected``); raise ``CLIError`` when ``args.baseline`` names no machine of the runs used."""
+    return _with_baseline(args, _selected(args, _loaded(args, *modules)))
 
-    loaded = load_runs(args.paths, samples=not args.no_samples)
-    for problem in loaded.problems:
-        _say(f"{_PROG}: warning: {problem}", sys.stderr)
-    if loaded.frame.empty:
-        raise CLIError(f"no usable launchbench run in {', '.join(map(str, args.paths))}")
-    selection = select_runs(loaded, include_quick=args.include_quick, include_partial=args.include_partial)
-    if selection.result.frame.empty:
-        for line in selection.left_out:
-            _say(f"{_PROG}: {line}", sys.stderr)
-        raise CLIError(
-            f"every run was left out ({len(selection.left_out)}, each named above); --include-quick and "
-            "--include-partial pool quick and partial runs"
-        )
+
+def _loaded(args: argparse.Namespace, *modules: str) -> LoadResult:
+    """``args.paths`` loaded (``analysis.load.load_runs``), ``modules`` imported meanwhile (``_importer``)."""
+    from analysis.load import load_runs
+
+    return load_runs(args.paths, samples=_samples(args, points=False), meanwhile=_importer(*modules))
+
+
+def _with_baseline(args: argparse.Namespace, selection: Selection) -> Selection:
+    """``selection``, once ``args.baseline`` is known to name one of its machines (else ``CLIError``)."""
+    from analysis.compare import choose_baseline
+
     try:
         choose_baseline(list(dict.fromkeys(selection.result.frame["machine_id"])), args.baseline)
     except ValueError as exc:
@@ -273,14 +325,193 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    """Print one table of the fitted figures per machine with ratios to the baseline machine and whether each
-    difference is significant (Mann-Whitney U on the raw samples; 'not judged' where none were saved)."""
-    from analysis.report import comparison_markdown
+    """Set groups of runs side by side — machines (default), single runs in time order, or the values of a
+    fact such as the numpy, BLAS, CuPy or driver version — with each fitted figure's ratio to the baseline
+    group and whether the difference is significant (Mann-Whitney U on the raw samples; 'not judged' where
+    none were saved). Runs of any other pytest-benchmark suite are compared case by case (matched by
+    fullname, min and median). Runs saved twice count once per group; quick and partial runs are left out
+    unless included, and with --by run each is its own column, never pooled."""
+    from analysis.facts import BY_MACHINE, BY_RUN
+    from analysis.load import fact_column, load_runs
     from analysis.runs import selection_lines
 
-    selection = _load(args)
-    lines = comparison_markdown(selection.result.frame, baseline=args.baseline, points=args.points)
-    _say("\n".join([*selection_lines(selection), "", *lines]))
+    fact = None if args.by in (BY_MACHINE, BY_RUN) else args.by
+    column = fact_column(fact) if fact else None
+    samples = _samples(args, points=args.points)
+    meanwhile = _importer("analysis.compare", "analysis.render")
+    loaded = load_runs(args.paths, samples=samples, facts=(fact,) if fact else (), meanwhile=meanwhile)
+    if loaded.frame.empty:  # no launchbench case: any other suite's, case by case
+        return _compare_cases(args, fact)
+    from analysis.compare import figure_table, group_notes, point_columns, point_table
+    from analysis.fits import fit_all
+
+    selection = _selected(args, loaded, apart=column)
+    groups = _groups(selection.result.runs, args, column)
+    frame = groups.relabel(selection.result.frame)
+    head = [*selection_lines(selection), *group_notes(groups)]
+    if args.points:
+        table = point_table(frame, groups.baseline.label)
+        return _print_cases(args, head, table, groups, point_columns(frame), ("median",))
+    table = figure_table(frame, fit_all(frame, predictions=False), groups.baseline.label)
+    return _print_figures(args, head, table, groups)
+
+
+def _importer(*modules: str) -> Callable[[], None]:
+    """A function that imports ``modules``: what a command needs after loading (SciPy's statistics, half a
+    second; matplotlib), imported while the loader's workers parse the files (``load_runs``' ``meanwhile``)
+    instead of before them. The command's own imports then find them done."""
+
+    def load_modules() -> None:
+        for module in modules:
+            importlib.import_module(module)
+
+    return load_modules
+
+
+def _samples(args: argparse.Namespace, points: bool) -> Samples:
+    """Which raw samples to parse: none with --no-samples; every case's to compare every point; else only
+    those a fit or a compared figure reads (``analysis.fits.uses_samples``: most of a run's samples are
+    of cases no figure judges, and parsing them is most of the loading time)."""
+    from analysis.fits import uses_samples
+
+    if args.no_samples:
+        return False
+    return True if points else uses_samples
+
+
+def _selected(args: argparse.Namespace, loaded: LoadResult, apart: str | None = None) -> Selection:
+    """The runs of ``loaded`` that may be pooled (``analysis.runs.select_runs``; ``apart``: a column whose
+    values are kept apart); one warning per load problem; ``CLIError`` when nothing usable is left."""
+    from analysis.runs import select_runs
+
+    for problem in loaded.problems:
+        _say(f"{_PROG}: warning: {problem}", sys.stderr)
+    if loaded.frame.empty:
+        raise CLIError(f"no usable launchbench run in {', '.join(map(str, args.paths))}")
+    selection = select_runs(
+        loaded, include_quick=args.include_quick, include_partial=args.include_partial, apart=apart
+    )
+    if selection.result.frame.empty:
+        for line in selection.left_out:
+            _say(f"{_PROG}: {line}", sys.stderr)
+        raise CLIError(
+            f"every run was left out ({len(selection.left_out)}, each named above); --include-quick and "
+            "--include-partial pool quick and partial runs"
+        )
+    return selection
+
+
+def _groups(runs: pd.DataFrame, args: argparse.Namespace, column: str | None) -> Groups:
+    """``analysis.compare.group_runs`` of the runs used; ``CLIError`` for a fact no run records or a
+    ``--baseline`` that names no group."""
+    from analysis.compare import group_runs
+    from analysis.facts import BY_MACHINE, fact_path
+
+    by = getattr(args, "by", BY_MACHINE)  # plot groups by machine
+    if column is not None and runs[column].isna().all():
+        raise CLIError(f"--by {by}: no run used records {'.'.join(fact_path(by))}")
+    try:
+        return group_runs(runs, by, args.baseline, column)
+    except ValueError as exc:
+        raise CLIError(str(exc)) from exc
+
+
+def _compare_cases(args: argparse.Namespace, fact: str | None) -> int:
+    """``compare`` of runs that hold no launchbench case: every suite's cases, matched by fullname."""
+    head, table, groups = _case_comparison(args, fact)
+    return _print_cases(args, head, table, groups, ["fullname"], CASE_STATISTICS)
+
+
+#: The statistics another suite's cases are compared by: pytest-benchmark's own (its compare sorts by min).
+CASE_STATISTICS = ("min", "median")
+
+
+def _case_comparison(args: argparse.Namespace, fact: str | None) -> tuple[list[str], pd.DataFrame, Groups]:
+    """The runs of ``args.paths`` of any suite, case by case (``analysis.compare.case_table`` by fullname):
+    the lines about the runs, the table and the groups (by ``fact``, else machine or run as ``args.by``)."""
+    from analysis.compare import case_table, group_notes
+    from analysis.foreign import load_cases
+    from analysis.load import fact_column
+    from analysis.runs import without_duplicates
+
+    column = fact_column(fact) if fact else None
+    cases = load_cases(args.paths, samples=not args.no_samples, facts=(fact,) if fact else ())
+    for problem in cases.problems:
+        _say(f"{_PROG}: warning: {problem}", sys.stderr)
+    if cases.frame.empty:
+        raise CLIError(f"no usable pytest-benchmark run in {', '.join(map(str, args.paths))}")
+    left_out: list[str] = []
+    runs = without_duplicates(cases.runs, left_out, column)
+    frame = cases.frame[cases.frame["source"].isin(set(runs["source"]))]
+    groups = _groups(runs, args, column)
+    machines = runs["machine_id"].nunique()
+    head = [
+        f"Runs used: {len(runs)} of another suite than launchbench ({machines} machine"
+        f"{'s' if machines != 1 else ''}), compared case by case (matched by fullname)",
+        *left_out,
+        *group_notes(groups),
+    ]
+    table = case_table(groups.relabel(frame), ["fullname"], groups.baseline.label, CASE_STATISTICS)
+    return head, table, groups
+
+
+def _print_figures(args: argparse.Namespace, head: list[str], table: pd.DataFrame, groups: Groups) -> int:
+    from analysis.render import figure_lines, with_codes
+
+    if args.format in ("csv", "json"):
+        return _print_for_scripts(args, head, with_codes(table, groups.groups), groups, "figures")
+    lines = figure_lines(table, groups.groups, groups.by, markdown=args.format == "markdown")
+    _say("\n".join([*head, "", *lines]))
+    return 0
+
+
+def _print_cases(
+    args: argparse.Namespace,
+    head: list[str],
+    table: pd.DataFrame,
+    groups: Groups,
+    keys: Sequence[str],
+    statistics: Sequence[str],
+) -> int:
+    from analysis.render import case_lines, with_codes
+
+    if args.format in ("csv", "json"):
+        return _print_for_scripts(args, head, with_codes(table, groups.groups), groups, "cases")
+    markdown = args.format == "markdown"
+    lines = case_lines(table, groups.groups, groups.by, keys, statistics, markdown, args.top)
+    _say("\n".join([*head, "", *lines]))
+    return 0
+
+
+def _print_for_scripts(
+    args: argparse.Namespace, head: list[str], table: pd.DataFrame, groups: Groups, name: str
+) -> int:
+    """CSV (the table alone on stdout; the lines about the runs on stderr) or JSON (everything)."""
+    import pandas as pd
+
+    from analysis.compare import ranked
+    from analysis.render import csv_text, json_text
+
+    if name == "cases":
+        table = pd.concat([table[table["mark"] == "baseline"], ranked(table)])
+        if args.top is not None:
+            table = table.head(args.top + int((table["mark"] == "baseline").sum()))
+    if args.format == "csv":
+        for line in head:
+            _say(f"{_PROG}: {line}", sys.stderr)
+        _say(csv_text(table).rstrip("\n"))
+        return 0
+    document = {
+        "by": groups.by,
+        "baseline": groups.baseline.label,
+        "groups": [
+            {"code": g.code, "label": g.label, "runs": list(g.runs), "machines": list(g.machines)}
+            for g in groups.groups
+        ],
+        "notes": head,
+        name: table,
+    }
+    _say(json_text(document))
     return 0
 
 
@@ -288,20 +519,17 @@ def _plot(args: argparse.Namespace) -> int:
     """Write the figures of the report into DIR/figures/, the same files ``report`` writes there (without
     report.md): time per numpy call vs size with the fitted law, many small calls vs one big, the decode
     steps against their predicted bands, the machines side by side, and the GPU launch figures and the
-    per-op costs where those cases are present."""
-    from analysis.compare import figure_table, fit_all
-    from analysis.figures import publish_figures, write_figures
-    from analysis.runs import selection_lines
-
+    per-op costs where those cases are present. Runs of another pytest-benchmark suite: their cases against
+    the baseline machine (cases), as ``compare`` sets them side by side."""
     with _out_folder(args) as out:
-        selection = _load(args)
-        for line in selection_lines(selection):
-            _say(f"{_PROG}: {line}", sys.stderr)
-        frame = selection.result.frame
-        fits = fit_all(frame)
-        table = figure_table(frame, fits, args.baseline)
+        loaded = _loaded(args, "analysis.compare", "analysis.figures")
+        from analysis.figures import publish_figures
+
         with staging(out) as stage:
-            staged = write_figures(frame, fits, table, out_dir=stage, formats=args.formats)
+            if loaded.frame.empty:  # no launchbench case: any other suite's, case by case
+                staged = _case_figures(args, stage)
+            else:
+                staged = _launchbench_figures(args, loaded, stage)
             published = publish_figures(stage, out, args.force)
             paths = [out / path.relative_to(stage) for path in staged]
     for line in published.kept:
@@ -309,6 +537,34 @@ def _plot(args: argparse.Namespace) -> int:
     for path in paths:
         _say(str(path))
     return 0
+
+
+def _launchbench_figures(args: argparse.Namespace, loaded: LoadResult, stage: Path) -> list[Path]:
+    """``plot``'s figures of launchbench runs, written under ``stage``; the lines about the runs on stderr."""
+    from analysis.compare import figure_table
+    from analysis.figures import write_figures
+    from analysis.fits import fit_all
+    from analysis.runs import selection_lines
+
+    selection = _with_baseline(args, _selected(args, loaded))
+    for line in selection_lines(selection):
+        _say(f"{_PROG}: {line}", sys.stderr)
+    frame = selection.result.frame
+    fits = fit_all(frame)
+    table = figure_table(frame, fits, args.baseline)
+    return write_figures(frame, fits, table, out_dir=stage, formats=args.formats)
+
+
+def _case_figures(args: argparse.Namespace, stage: Path) -> list[Path]:
+    """``plot``'s figure of another suite's runs (their cases by machine), written under ``stage``."""
+    from analysis.compare import case_ratios
+    from analysis.figures import write_case_figures
+
+    head, table, groups = _case_comparison(args, None)
+    for line in head:
+        _say(f"{_PROG}: {line}", sys.stderr)
+    ratios = case_ratios(table, ["fullname"], CASE_STATISTICS)
+    return write_case_figures(ratios, groups.baseline.label, out_dir=stage, formats=args.formats)
 
 
 def _formats(text: str) -> tuple[str, ...]:
@@ -322,5 +578,17 @@ def _formats(text: str) -> tuple[str, ...]:
     return formats
 
 
+def _leave(code: int) -> NoReturn:
+    """End the process with ``code`` once everything written is flushed, without the interpreter's teardown:
+    freeing SciPy's and pandas' modules and the loaded runs object by object takes 0.2–0.4 s that the
+    operating system does at once (mypy leaves the same way). Only for the command line: ``main`` returns."""
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except OSError:  # a closed pipe: nothing more can be said
+        code = code or 1
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    raise SystemExit(main())
+    _leave(main())

@@ -1,28 +1,35 @@
-"""Machines side by side: each fitted figure per machine with its ratio to a baseline machine, and whether the
-difference is more than noise, judged by a Mann-Whitney U test on the raw samples behind the figure.
+"""Groups of runs side by side — machines, single runs, or the values of a fact such as the numpy version —
+each fitted figure (or measured case) per group with its ratio to a baseline group, and whether the
+difference is more than noise, judged by a Mann-Whitney U test (``scipy.stats.mannwhitneyu``) on the raw
+samples behind the figure.
 
-The test is hand-written (no scipy in the dependencies): U from mid-ranks, normal approximation with the tie
-correction and a continuity correction of 1/2 — the textbook large-sample form, which is also what
-``scipy.stats.mannwhitneyu(method="asymptotic")`` computes.
+The test is the large-sample form (normal approximation, tie-corrected, continuity-corrected): timings
+hold ties and thousands of samples, where the exact null distribution is neither needed nor affordable.
 
-Samples of several runs of one machine are pooled, so the test asks whether the machines' samples differ, not
-whether a difference would survive a fresh run of each (run-to-run drift counts as a difference). A side with
-more than ``MAX_SAMPLES`` samples is thinned to evenly spaced order statistics (keeps the distribution's
-shape, bounds the sort), so a fleet of runs is compared in bounded time.
+Groups take the machines' place: the frame's ``machine_id`` is replaced by each run's group label
+(``Groups.relabel``), so every family fits, predicts and compares per group with the code that serves
+machines. Samples of several runs of one group are pooled, so the test asks whether the groups' samples
+differ, not whether a difference would survive a fresh run of each (run-to-run drift counts as a
+difference: compare ``--by run`` to see it). A side with more than ``MAX_SAMPLES`` samples is thinned to
+evenly spaced order statistics (keeps the distribution's shape, bounds the sort), so a fleet of runs is
+compared in bounded time.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
+import scipy.stats
 
-from analysis.decode import decode_table
-from analysis.host import BANDWIDTH_OPS, fit_host, predict_many_vs_one
-from analysis.launch import CUDA_CASES, decode_with_measured, fit_launch, predict_spin
+from analysis.facts import BY_MACHINE, BY_RUN
+from analysis.fits import Fits
+from analysis.host import BANDWIDTH_OPS
 
 #: Two-sided p-value below which a difference is marked significant.
 ALPHA = 0.01
@@ -53,19 +60,19 @@ MARK_SIGNIFICANT = "significant"
 MARK_NOT_SIGNIFICANT = "within noise"
 MARK_BASELINE = "baseline"
 MARK_NO_DATA = "not judged: no raw samples (not saved, or skipped)"
+MARK_NO_BASELINE_POINT = "not judged: the baseline lacks this case"
 
 
 @dataclass(frozen=True)
 class MannWhitney:
     """Result of a two-sided Mann-Whitney U test of samples ``x`` against ``y``.
 
-    ``u`` is U of ``x`` (the number of (x, y) pairs with x > y, ties counting 1/2), ``z`` its normal score
-    (continuity-corrected, tie-corrected variance), ``p_value`` two-sided, ``n_x``/``n_y`` the sample sizes.
-    ``effect`` is U / (n_x·n_y), the probability that a random x exceeds a random y (0.5: no shift).
+    ``u`` is U of ``x`` (the number of (x, y) pairs with x > y, ties counting 1/2), ``p_value`` two-sided,
+    ``n_x``/``n_y`` the sample sizes. ``effect`` is U / (n_x·n_y), the probability that a random x exceeds
+    a random y (0.5: no shift).
     """
 
     u: float
-    z: float
     p_value: float
     n_x: int
     n_y: int
@@ -75,41 +82,23 @@ class MannWhitney:
         return self.u / (self.n_x * self.n_y)
 
 
-def mann_whitney_u(x: npt.ArrayLike, y: npt.ArrayLike) -> MannWhitney:
-    """Two-sided Mann-Whitney U test of ``x`` against ``y`` (any units, the same for both).
-
-    Normal approximation: z = (U − n_x·n_y/2 ∓ 1/2) / σ with σ² = n_x·n_y/12 · ((n+1) − Σ(t³−t)/(n(n−1))),
-    t the size of each group of tied values, n = n_x + n_y. When every value is tied σ = 0 and p = 1.
-    Raises ``ValueError`` for an empty sample or a non-finite value.
-    """
+def mann_whitney(x: npt.ArrayLike, y: npt.ArrayLike) -> MannWhitney:
+    """Two-sided Mann-Whitney U test of ``x`` against ``y`` (any units, the same for both), by
+    ``scipy.stats.mannwhitneyu`` in its asymptotic form with the continuity correction; p = 1 when every
+    value is tied. Raises ``ValueError`` for an empty sample or a non-finite value."""
     xs = np.asarray(x, dtype=float).ravel()
     ys = np.asarray(y, dtype=float).ravel()
     if xs.size == 0 or ys.size == 0:
         raise ValueError(f"Mann-Whitney U needs two non-empty samples, got sizes {xs.size} and {ys.size}")
     if not (np.isfinite(xs).all() and np.isfinite(ys).all()):
         raise ValueError("Mann-Whitney U needs finite samples")
-    n_x, n_y = xs.size, ys.size
-    n = n_x + n_y
-    pooled = np.concatenate([xs, ys])
-    order = np.argsort(pooled, kind="mergesort")
-    ordered = pooled[order]
-    # Mid-ranks: every member of a run of ties gets the mean of the ranks the run spans.
-    starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
-    counts = np.diff(np.r_[starts, n])
-    mid_ranks = starts + (counts + 1) / 2.0  # 1-based
-    ranks = np.empty(n)
-    ranks[order] = np.repeat(mid_ranks, counts)
-    u = float(ranks[:n_x].sum() - n_x * (n_x + 1) / 2.0)
-    mean_u = n_x * n_y / 2.0
-    tie_term = float(np.sum(counts.astype(float) ** 3 - counts)) / (n * (n - 1)) if n > 1 else 0.0
-    variance = n_x * n_y / 12.0 * ((n + 1) - tie_term)
-    if variance <= 0:
-        return MannWhitney(u=u, z=0.0, p_value=1.0, n_x=n_x, n_y=n_y)
-    shift = u - mean_u
-    corrected = math.copysign(max(abs(shift) - 0.5, 0.0), shift)
-    z = corrected / math.sqrt(variance)
-    p_value = min(1.0, math.erfc(abs(z) / math.sqrt(2.0)))
-    return MannWhitney(u=u, z=z, p_value=p_value, n_x=n_x, n_y=n_y)
+    result = scipy.stats.mannwhitneyu(
+        xs, ys, alternative="two-sided", method="asymptotic", use_continuity=True
+    )
+    p_value = float(result.pvalue)
+    return MannWhitney(
+        u=float(result.statistic), p_value=1.0 if math.isnan(p_value) else p_value, n_x=xs.size, n_y=ys.size
+    )
 
 
 def point_columns(frame: pd.DataFrame) -> list[str]:
@@ -121,128 +110,268 @@ def pooled_samples(rows: pd.DataFrame, as_rate: bool = False) -> np.ndarray:
     """Raw per-iteration samples (s) of ``rows`` (one measured point, any number of runs) in one sorted array,
     thinned to at most ``MAX_SAMPLES``; empty when no row saved its samples. ``as_rate``: each sample as its
     row's ``bytes`` over the sample, B/s, so that rows of different sizes pool and compare."""
-    parts = [
-        row.bytes / np.asarray(row.data, dtype=float) if as_rate else np.asarray(row.data, dtype=float)
-        for row in rows.itertuples(index=False)
-        if isinstance(row.data, list | np.ndarray)
-    ]
+    data = rows["data"].tolist()
+    if as_rate:
+        sizes = rows["bytes"].tolist()
+        parts = [size / values for size, values in zip(sizes, data, strict=True) if _has_samples(values)]
+    else:
+        parts = [values for values in data if _has_samples(values)]
     if not parts:
         return np.empty(0)
-    pooled = np.sort(np.concatenate(parts))
+    pooled = np.sort(np.concatenate(parts).astype(float, copy=False))
     if pooled.size > MAX_SAMPLES:
         pooled = pooled[np.linspace(0, pooled.size - 1, MAX_SAMPLES).round().astype(int)]
     return pooled
 
 
+def _has_samples(values: object) -> bool:
+    return isinstance(values, np.ndarray | list) and len(values) > 0
+
+
 def judge(samples: np.ndarray, baseline_samples: np.ndarray) -> tuple[str, float]:
-    """(mark, p-value) of one machine's samples against the baseline's; p is NaN when it cannot be judged."""
+    """(mark, p-value) of one group's samples against the baseline's; p is NaN when it cannot be judged."""
     if samples.size == 0 or baseline_samples.size == 0:
         return MARK_NO_DATA, math.nan
-    result = mann_whitney_u(samples, baseline_samples)
+    result = mann_whitney(samples, baseline_samples)
     return (MARK_SIGNIFICANT if result.p_value < ALPHA else MARK_NOT_SIGNIFICANT), result.p_value
 
 
-def choose_baseline(machines: list[str], baseline: str | None) -> str:
-    """Return ``baseline`` if it names one of ``machines`` (exactly, or as the only machine id containing it),
-    the first machine when it is None; raise ``ValueError`` naming the choices otherwise."""
-    if not machines:
-        raise ValueError("no machine to compare")
+def choose_baseline(groups: Sequence[str], baseline: str | None, what: str = "machine") -> str:
+    """Return ``baseline`` if it names one of ``groups`` (exactly, or as the only label containing it), the
+    first group when it is None; raise ``ValueError`` naming the choices otherwise. ``what`` names a group
+    in the message ("machine", "run", "numpy value")."""
+    if not groups:
+        raise ValueError(f"no {what} to compare")
     if baseline is None:
-        return machines[0]
-    if baseline in machines:
+        return groups[0]
+    if baseline in groups:
         return baseline
-    matches = [m for m in machines if baseline in m]
+    matches = [group for group in groups if baseline in group]
     if len(matches) == 1:
         return matches[0]
-    known = "; ".join(machines)
-    what = "matches several machines" if matches else "names no machine"
-    raise ValueError(f"--baseline {baseline!r} {what}; machines: {known}")
-
-
-def point_table(frame: pd.DataFrame, baseline: str | None) -> pd.DataFrame:
-    """One row per measured point (``POINT_KEYS``) and machine: median time per call (s, median over runs of
-    each run's median), ratio to the baseline machine's, and the significance mark with its p-value.
-
-    Columns: the point columns, ``machine_id``, ``runs``, ``median_s``, ``ratio``, ``mark``, ``p_value``.
-    Points the baseline did not measure get ratio NaN and mark "not judged: baseline lacks this point".
-    """
-    machines = list(dict.fromkeys(frame["machine_id"]))
-    base = choose_baseline(machines, baseline)
-    keys = point_columns(frame)
-    rows = []
-    for point, group in frame.groupby(keys, dropna=False, sort=True):
-        by_machine = {m: g for m, g in group.groupby("machine_id", sort=False)}
-        base_rows = by_machine.get(base)
-        base_median = float(base_rows["median"].median()) if base_rows is not None else math.nan
-        base_samples = pooled_samples(base_rows) if base_rows is not None else np.empty(0)
-        for machine in machines:
-            rows_m = by_machine.get(machine)
-            if rows_m is None:
-                continue
-            median = float(rows_m["median"].median())
-            if machine == base:
-                mark, p_value = MARK_BASELINE, math.nan
-            elif base_rows is None:
-                mark, p_value = "not judged: baseline lacks this point", math.nan
-            else:
-                mark, p_value = judge(pooled_samples(rows_m), base_samples)
-            rows.append(
-                {
-                    **dict(zip(keys, point if isinstance(point, tuple) else (point,), strict=True)),
-                    "machine_id": machine,
-                    "runs": int(rows_m["source"].nunique()),
-                    "median_s": median,
-                    "ratio": median / base_median if base_median > 0 else math.nan,
-                    "mark": mark,
-                    "p_value": p_value,
-                }
-            )
-    return pd.DataFrame(rows, columns=[*keys, "machine_id", "runs", "median_s", "ratio", "mark", "p_value"])
+    known = "; ".join(groups)
+    verdict = f"matches several {what}s" if matches else f"names no {what}"
+    raise ValueError(f"--baseline {baseline!r} {verdict}; {what}s: {known}")
 
 
 @dataclass(frozen=True)
-class Fits:
-    """Every family's fitted and predicted tables for one frame (each empty when its cases are absent).
+class Group:
+    """One column of a comparison: ``code`` (its short name in tables: A, B, …), ``label`` (the machine id,
+    the run's file, or fact=value), the ``runs`` (sources) it pools and the ``machines`` they were
+    measured on."""
 
-    ``host``: ``analysis.host.fit_host``; ``many_vs_one``: ``analysis.host.predict_many_vs_one``;
-    ``launch``: ``analysis.launch.fit_launch``; ``spin``: ``analysis.launch.predict_spin``;
-    ``decode_demo``: ``analysis.launch.decode_with_measured`` (the seed's demo 2 with measured launch costs);
-    ``decode_steps``: ``analysis.decode.decode_table`` (measured decode steps against their bounds).
+    code: str
+    label: str
+    runs: tuple[str, ...]
+    machines: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Groups:
+    """The groups of a comparison, baseline first, and which group each run (source) belongs to.
+
+    ``by``: "machine", "run" or the fact grouped by (``analysis.facts``); ``of_source``: source → label.
     """
 
-    host: pd.DataFrame
-    many_vs_one: pd.DataFrame
-    launch: pd.DataFrame
-    spin: pd.DataFrame
-    decode_demo: pd.DataFrame
-    decode_steps: pd.DataFrame
+    by: str
+    groups: tuple[Group, ...]
+    of_source: Mapping[str, str]
+
+    @property
+    def baseline(self) -> Group:
+        return self.groups[0]
+
+    @property
+    def labels(self) -> list[str]:
+        return [group.label for group in self.groups]
+
+    def relabel(self, frame: pd.DataFrame) -> pd.DataFrame:
+        """``frame`` with each row's ``machine_id`` replaced by its run's group label (see the module
+        docstring), the machine kept as ``machine``."""
+        return frame.assign(machine=frame["machine_id"], machine_id=frame["source"].map(self.of_source))
 
 
-def has_cases(frame: pd.DataFrame, cases: tuple[str, ...], device: str | None = None) -> bool:
-    """Whether ``frame`` holds any of ``cases`` (measured on ``device``, when given)."""
-    if frame.empty or "case" not in frame or "device" not in frame:
-        return False
-    rows = frame["case"].isin(cases)
-    if device is not None:
-        rows &= frame["device"] == device
-    return bool(rows.any())
+def group_code(index: int) -> str:
+    """The short name of the ``index``-th group (0-based): A … Z, then G27, G28, …"""
+    return chr(ord("A") + index) if index < 26 else f"G{index + 1}"
 
 
-def fit_all(frame: pd.DataFrame) -> Fits:
-    """Fit every family present in ``frame`` once, so the table, the figures and the report agree."""
-    empty = pd.DataFrame()
-    host = fit_host(frame)
-    many = predict_many_vs_one(frame, host) if not host.empty else empty
-    launch = fit_launch(frame) if has_cases(frame, CUDA_CASES, "cuda") else empty
-    return Fits(
-        host=host,
-        many_vs_one=many,
-        launch=launch,
-        spin=predict_spin(frame, launch) if not launch.empty else empty,
-        decode_demo=decode_with_measured(launch) if not launch.empty else empty,
-        decode_steps=decode_table(frame, host, launch if not launch.empty else None)
-        if has_cases(frame, ("decode_step",))
-        else empty,
+def group_runs(runs: pd.DataFrame, by: str, baseline: str | None, fact_column: str | None = None) -> Groups:
+    """Group ``runs`` (``analysis.load.LoadResult.runs`` of the runs used) ``by`` "machine" (in load order),
+    "run" (one group per run, in time order, named by its file) or a fact (the text in ``fact_column``, one
+    group per value, in the time order of each value's first run; runs without it form the group
+    "<fact> not recorded"). The ``baseline`` group (``choose_baseline``) comes first; raises
+    ``ValueError`` when it names none."""
+    runs = runs.reset_index(drop=True)
+    if by == BY_MACHINE:
+        labels = [str(machine) for machine in runs["machine_id"]]
+        order = list(dict.fromkeys(labels))
+        what = "machine"
+    else:
+        when = pd.to_datetime(runs["run_datetime"], utc=True, format="ISO8601", errors="coerce")
+        if by == BY_RUN:
+            labels = _run_labels([str(source) for source in runs["source"]])
+            what = "run"
+        else:
+            assert fact_column is not None, "a grouping by fact needs the column of its values"
+            labels = [
+                f"{by}={value}" if value is not None else f"{by} not recorded" for value in runs[fact_column]
+            ]
+            what = f"{by} value"
+        first = pd.Series(when.to_numpy(), index=labels).groupby(level=0, sort=False).min()
+        order = sorted(
+            dict.fromkeys(labels),
+            key=lambda label: (pd.isna(first[label]), 0 if pd.isna(first[label]) else first[label].value),
+        )
+    chosen = choose_baseline(order, baseline, what)
+    order = [chosen, *(label for label in order if label != chosen)]
+    members: dict[str, list[tuple[str, str]]] = {label: [] for label in order}
+    for label, source, machine in zip(labels, runs["source"], runs["machine_id"], strict=True):
+        members[label].append((str(source), str(machine)))
+    groups = [
+        Group(
+            code=group_code(index),
+            label=label,
+            runs=tuple(source for source, _ in members[label]),
+            machines=tuple(dict.fromkeys(machine for _, machine in members[label])),
+        )
+        for index, label in enumerate(order)
+    ]
+    of_source = dict(zip((str(source) for source in runs["source"]), labels, strict=True))
+    return Groups(by=by, groups=tuple(groups), of_source=of_source)
+
+
+def _run_labels(sources: list[str]) -> list[str]:
+    """Each run's file name, or its whole path where two runs share a name (storage folders of two
+    platforms both hold 0001_….json)."""
+    names = [Path(source).name for source in sources]
+    counts = pd.Series(names).value_counts()
+    return [name if counts[name] == 1 else source for name, source in zip(names, sources, strict=True)]
+
+
+def group_notes(groups: Groups) -> list[str]:
+    """One line per group that pools runs of several machines (grouped by a fact): its figures mix
+    machines, so a difference may be the hardware's."""
+    return [
+        f"group {group.code} ({group.label}) pools runs of {len(group.machines)} machines "
+        f"({'; '.join(group.machines)}): a difference from it may be the hardware's, not the {groups.by}'s"
+        for group in groups.groups
+        if len(group.machines) > 1
+    ]
+
+
+#: Columns of ``case_table`` after the case's own key columns.
+CASE_TABLE_COLUMNS = ("machine_id", "runs", "rounds", "ratio", "mark", "p_value")
+
+
+def case_table(
+    frame: pd.DataFrame, keys: Sequence[str], baseline: str | None, statistics: Sequence[str] = ("median",)
+) -> pd.DataFrame:
+    """One row per measured case (the rows of ``frame`` that agree on ``keys``) and group (``machine_id``):
+    each of ``statistics`` ("median": median over the group's runs of each run's median; "min": the
+    fastest round of any run) in seconds as ``<statistic>_s``, the baseline group's as
+    ``<statistic>_baseline_s``, their ratio as ``<statistic>_ratio``; ``ratio`` = the first statistic's;
+    ``runs``, ``rounds`` (summed over runs); the significance mark with its p-value from the pooled raw
+    samples (``judge``).
+
+    Cases the baseline did not measure get ratio NaN and mark ``MARK_NO_BASELINE_POINT``.
+    """
+    keys = list(keys)
+    groups = list(dict.fromkeys(frame["machine_id"]))
+    base = choose_baseline(groups, baseline)
+    stat_columns = [
+        column for stat in statistics for column in (f"{stat}_s", f"{stat}_baseline_s", f"{stat}_ratio")
+    ]
+    rows = []
+    for case, rows_case in frame.groupby(keys, dropna=False, sort=True):
+        by_group = dict(tuple(rows_case.groupby("machine_id", sort=False)))
+        base_rows = by_group.get(base)
+        base_values = {stat: _statistic(base_rows, stat) for stat in statistics}
+        base_samples = pooled_samples(base_rows) if base_rows is not None else np.empty(0)
+        for group in groups:
+            own = by_group.get(group)
+            if own is None:
+                continue
+            if group == base:
+                mark, p_value = MARK_BASELINE, math.nan
+            elif base_rows is None:
+                mark, p_value = MARK_NO_BASELINE_POINT, math.nan
+            else:
+                mark, p_value = judge(pooled_samples(own), base_samples)
+            row = dict(zip(keys, case if isinstance(case, tuple) else (case,), strict=True))
+            row.update(machine_id=group, runs=int(own["source"].nunique()), rounds=_rounds(own))
+            for stat in statistics:
+                value = _statistic(own, stat)
+                base_value = base_values[stat]
+                row[f"{stat}_s"] = value
+                row[f"{stat}_baseline_s"] = base_value
+                row[f"{stat}_ratio"] = value / base_value if base_value > 0 else math.nan
+            row.update(ratio=row[f"{statistics[0]}_ratio"], mark=mark, p_value=p_value)
+            rows.append(row)
+    table = pd.DataFrame(
+        rows, columns=[*keys, *CASE_TABLE_COLUMNS[:3], *stat_columns, *CASE_TABLE_COLUMNS[3:]]
+    )
+    table.attrs["baseline"] = base
+    return table
+
+
+def _statistic(rows: pd.DataFrame | None, statistic: str) -> float:
+    """The group's ``statistic`` over its runs, s (see ``case_table``); NaN without rows."""
+    if rows is None or rows.empty:
+        return math.nan
+    values = pd.to_numeric(rows[statistic], errors="coerce")
+    return float(values.min() if statistic == "min" else values.median())
+
+
+def _rounds(rows: pd.DataFrame) -> int:
+    rounds = pd.to_numeric(rows["rounds"], errors="coerce") if "rounds" in rows else pd.Series(dtype=float)
+    return int(rounds.sum()) if rounds.notna().any() else 0
+
+
+def point_table(frame: pd.DataFrame, baseline: str | None) -> pd.DataFrame:
+    """``case_table`` of launchbench's measured points (``POINT_KEYS``): median time per call (s, median over
+    runs of each run's median) per group, ``median_s``, with its ratio and mark."""
+    return case_table(frame, point_columns(frame), baseline, ("median",))
+
+
+#: Columns of ``case_ratios``.
+CASE_RATIO_COLUMNS = ("case", "machine_id", "statistic", "ratio", "mark", "p_value")
+
+
+def case_ratios(table: pd.DataFrame, keys: Sequence[str], statistics: Sequence[str]) -> pd.DataFrame:
+    """A ``case_table`` (cases named by ``keys``) as one tidy row per case, group other than the baseline
+    and statistic: the data of a cases-by-groups figure of ratios (``CASE_RATIO_COLUMNS``; ``case`` is the
+    ``fullname``, or the key columns joined), in ``ranked`` order."""
+    rows = ranked(table)
+    names = (
+        rows["fullname"] if list(keys) == ["fullname"] else rows[list(keys)].astype(str).agg(" ".join, axis=1)
+    )
+    parts = [
+        pd.DataFrame(
+            {
+                "case": names.to_numpy(),
+                "machine_id": rows["machine_id"].to_numpy(),
+                "statistic": stat,
+                "ratio": rows[f"{stat}_ratio"].to_numpy(dtype=float),
+                "mark": rows["mark"].to_numpy(),
+                "p_value": rows["p_value"].to_numpy(dtype=float),
+            }
+        )
+        for stat in statistics
+    ]
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=list(CASE_RATIO_COLUMNS))
+
+
+def ranked(table: pd.DataFrame) -> pd.DataFrame:
+    """The rows of a ``case_table`` other than the baseline's, most telling first: significant differences,
+    then those within noise, then those not judged, each by how far the ratio is from 1 (either way)."""
+    others = table[table["mark"] != MARK_BASELINE]
+    order = others["mark"].map({MARK_SIGNIFICANT: 0, MARK_NOT_SIGNIFICANT: 1}).fillna(2)
+    distance = np.abs(np.log(pd.to_numeric(others["ratio"], errors="coerce").astype(float)))
+    return (
+        others.assign(_order=order, _distance=distance.fillna(-1.0))
+        .sort_values(["_order", "_distance"], ascending=[True, False], kind="stable")
+        .drop(columns=["_order", "_distance"])
     )
 
 
@@ -266,7 +395,7 @@ class Anchor:
 
 @dataclass(frozen=True)
 class FigureSpec:
-    """How one fitted figure is shown and judged across machines.
+    """How one fitted figure is shown and judged across groups.
 
     ``column`` (and ``low``/``high``, its confidence bounds, or None) of the wide fit table ``table``;
     ``unit``: "s", "B/s", "elem/s" or "count"; ``anchor``: the point that judges a difference, or None with
@@ -386,8 +515,29 @@ def wide_launch(launch: pd.DataFrame) -> pd.DataFrame:
     return wide
 
 
+#: Each figure's name in a column header where the groups are the rows (``analysis.render``).
+SHORT_NAMES = {
+    "t0_s": "t0",
+    "cache_s_per_element": "cache/elem",
+    "r_inf_per_s": "r∞",
+    "n_half": "n½",
+    "dram_s_per_element": "DRAM/elem",
+    **{f"{op}_bytes_per_s": op for op in BANDWIDTH_OPS},
+    "launch_s": "launch",
+    "sync_round_trip_s": "sync trip",
+    "launch_sync_s": "launch+sync",
+    "graph_node_s": "graph node",
+    "graph_launch_s": "graph launch",
+    "enqueue_s": "enqueue",
+    "graph_enqueue_s": "graph enq.",
+    "gpu_gap_s": "GPU gap",
+    "sync_s": "sync idle",
+    "knee_s": "knee",
+}
+
 FIGURE_TABLE_COLUMNS = (
     "figure",
+    "short",
     "unit",
     "machine_id",
     "value",
@@ -400,33 +550,46 @@ FIGURE_TABLE_COLUMNS = (
 )
 
 
-def _anchor_rows(frame: pd.DataFrame, anchor: Anchor, base_fit: pd.Series, fit: pd.Series) -> pd.DataFrame:
-    """The rows (every machine) of the one point ``anchor`` names for the pair (baseline, other machine)."""
-    rows = frame[frame["case"] == anchor.case]
-    for key, value in (("op", anchor.op), ("mode", anchor.mode)):
-        if value is not None and key in rows:
-            rows = rows[rows[key] == value]
-    if anchor.size is None or rows.empty:
-        return rows
-    machines = (base_fit["machine_id"], fit["machine_id"])
-    common = set.intersection(*(set(rows.loc[rows["machine_id"] == m, anchor.size]) for m in machines))
-    if anchor.within is not None:
-        common &= set(base_fit[anchor.within]) & set(fit[anchor.within])
-    if not common:
+class _Points:
+    """The columns that name and judge a point, split once by case and group, so that finding each figure's
+    anchor point for each pair of groups reads only those two groups' rows of that case (a fleet of runs
+    holds 10⁵ rows, and selecting from the whole frame copies every column each time)."""
+
+    def __init__(self, frame: pd.DataFrame) -> None:
+        columns = [*point_columns(frame), "machine_id", "data", *(["bytes"] if "bytes" in frame else [])]
+        narrow = frame[columns] if not frame.empty else frame
+        self.rows = dict(tuple(narrow.groupby(["case", "machine_id"], sort=False))) if not frame.empty else {}
+
+    def anchor_rows(self, anchor: Anchor, base_fit: pd.Series, fit: pd.Series) -> pd.DataFrame:
+        """The rows (both groups) of the one point ``anchor`` names for the pair (baseline, other group)."""
+        groups = (base_fit["machine_id"], fit["machine_id"])
+        parts = [self.rows[(anchor.case, group)] for group in groups if (anchor.case, group) in self.rows]
+        if len(parts) < len(groups):
+            return pd.DataFrame(columns=["machine_id", "data"])
+        rows = pd.concat(parts)
+        for key, value in (("op", anchor.op), ("mode", anchor.mode)):
+            if value is not None and key in rows:
+                rows = rows[rows[key] == value]
+        if anchor.size is None or rows.empty:
+            return rows
+        common = set.intersection(*(set(rows.loc[rows["machine_id"] == g, anchor.size]) for g in groups))
+        if anchor.within is not None:
+            common &= set(base_fit[anchor.within]) & set(fit[anchor.within])
+        if not common:
+            return rows.iloc[0:0]
+        size = min(common) if anchor.pick == "smallest" else max(common)
+        rows = rows[rows[anchor.size] == size]
+        # One point measured alike in both groups (e.g. the same numpy calls per timed call), so their
+        # samples compare as they are.
+        for _, point in rows.groupby(point_columns(rows), dropna=False, sort=True):
+            if set(groups) <= set(point["machine_id"]):
+                return point
         return rows.iloc[0:0]
-    size = min(common) if anchor.pick == "smallest" else max(common)
-    rows = rows[rows[anchor.size] == size]
-    # One point measured alike on both machines (e.g. the same numpy calls per timed call), so their samples
-    # compare as they are.
-    for _, point in rows.groupby(point_columns(rows), dropna=False, sort=True):
-        if set(machines) <= set(point["machine_id"]):
-            return point
-    return rows.iloc[0:0]
 
 
 def _point_text(rows: pd.DataFrame, as_rate: bool) -> str:
     """How a judged point is named in the table: its case and coordinates (sizes left out, and the samples
-    said to be rates, where ``as_rate`` compares each machine's own size)."""
+    said to be rates, where ``as_rate`` compares each group's own size)."""
     if rows.empty:
         return ""
     row = rows.iloc[0]
@@ -442,28 +605,29 @@ def _point_text(rows: pd.DataFrame, as_rate: bool) -> str:
 
 
 def figure_table(frame: pd.DataFrame, fits: Fits, baseline: str | None) -> pd.DataFrame:
-    """The machine table, long form: one row per fitted figure and machine (``FIGURE_TABLE_COLUMNS``).
+    """The comparison, long form: one row per fitted figure and group (``FIGURE_TABLE_COLUMNS``; the group
+    in ``machine_id``, see the module docstring).
 
     ``value``/``low``/``high`` in the figure's SI ``unit``; ``ratio`` = value / the baseline's value;
     ``mark`` from a Mann-Whitney U test of the raw samples at the point that measures the figure most
     directly (``judged_on``), against the baseline's samples at that point. ``attrs["baseline"]`` names
-    the baseline machine.
+    the baseline group.
     """
     tables = {"host": fits.host, "launch": wide_launch(fits.launch)}
     specs = [spec for spec in (*HOST_FIGURES, *LAUNCH_FIGURES) if spec.column in tables[spec.table].columns]
-    machines = list(dict.fromkeys(frame["machine_id"]))
-    base = choose_baseline(machines, baseline)
+    groups = list(dict.fromkeys(frame["machine_id"]))
+    base = choose_baseline(groups, baseline)
+    points = _Points(frame)
     rows = []
     for spec in specs:
         table = tables[spec.table].set_index("machine_id", drop=False)
-        if spec.column not in table.columns:
-            continue
         base_fit = table.loc[base] if base in table.index else None
         base_value = float(base_fit[spec.column]) if base_fit is not None else math.nan
-        for machine in machines:
-            if machine not in table.index:
+        base_samples: dict[tuple, np.ndarray] = {}  # the baseline's side of each anchor point, pooled once
+        for group in groups:
+            if group not in table.index:
                 continue
-            fit = table.loc[machine]
+            fit = table.loc[group]
             value = float(fit[spec.column])
             fit_error = fit.get("fit_error") if spec.column in LAW_FIGURES else None
             if math.isnan(value) and not isinstance(fit_error, str):
@@ -471,27 +635,30 @@ def figure_table(frame: pd.DataFrame, fits: Fits, baseline: str | None) -> pd.Da
             judged_on = ""
             if math.isnan(value):  # the law could not be fitted: the row stays and says why
                 mark, p_value = f"not fitted: {fit_error}", math.nan
-            elif machine == base:
+            elif group == base:
                 mark, p_value = MARK_BASELINE, math.nan
             elif math.isnan(base_value):
                 mark, p_value = "not judged: the baseline has no such figure", math.nan
             elif spec.anchor is None:
                 mark, p_value = spec.unjudged, math.nan
             else:
-                point = _anchor_rows(frame, spec.anchor, base_fit, fit)
+                point = points.anchor_rows(spec.anchor, base_fit, fit)
                 judged_on = _point_text(point, spec.anchor.as_rate)
                 if point.empty:
-                    mark, p_value = "not judged: no point measured on both machines", math.nan
+                    mark, p_value = "not judged: no point measured in both groups", math.nan
                 else:
-                    mark, p_value = judge(
-                        pooled_samples(point[point["machine_id"] == machine], spec.anchor.as_rate),
-                        pooled_samples(point[point["machine_id"] == base], spec.anchor.as_rate),
-                    )
+                    base_rows = point[point["machine_id"] == base]
+                    key = tuple(base_rows.index)
+                    if key not in base_samples:
+                        base_samples[key] = pooled_samples(base_rows, spec.anchor.as_rate)
+                    own = pooled_samples(point[point["machine_id"] == group], spec.anchor.as_rate)
+                    mark, p_value = judge(own, base_samples[key])
             rows.append(
                 {
                     "figure": spec.label,
+                    "short": SHORT_NAMES.get(spec.column, spec.label),
                     "unit": spec.unit,
-                    "machine_id": machine,
+                    "machine_id": group,
                     "value": value,
                     "low": float(fit[spec.low]) if spec.low in fit.index else math.nan,
                     "high": float(fit[spec.high]) if spec.high in fit.index else math.nan,

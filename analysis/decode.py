@@ -43,6 +43,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import SimpleNamespace
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -56,6 +57,9 @@ from model.llm import MODELS
 from model.roofline import decode_step
 from model.tables import format_table
 from model.units import fmt_bytes, fmt_count, fmt_percent, fmt_rate, fmt_time
+
+if TYPE_CHECKING:
+    from analysis.fits import Fits
 
 #: Columns of ``decode_table``'s frame, one row per machine / device / config / plan / mode / batch / ctx.
 DECODE_COLUMNS = (
@@ -240,13 +244,15 @@ def calibrated_bandwidths(matvec: pd.DataFrame) -> dict[str, float]:
     return result
 
 
-def summary_section(frame: pd.DataFrame, host_fits: pd.DataFrame | None = None) -> list[str]:
+def summary_section(frame: pd.DataFrame, fitted: Fits | None = None) -> list[str]:
     """The decode-step lines of the terminal summary (with the CPU's per-op costs and overhead floor,
-    ``analysis.ops``); empty when ``frame`` holds none of these cases. ``host_fits`` defaults to
-    ``analysis.host.fit_host(frame)``."""
-    if host_fits is None:
-        host_fits = fit_host(frame)
-    table = decode_table(frame, host_fits=host_fits)
+    ``analysis.ops``); empty when ``frame`` holds none of these cases. ``fitted``:
+    ``analysis.fits.fit_all(frame)``, fitted here when not given."""
+    if fitted is None:
+        from analysis.fits import fit_all  # a cycle at import time: analysis.fits imports this module
+
+        fitted = fit_all(frame)
+    host_fits, table = fitted.host, fitted.decode_steps
     matvec = matvec_table(frame)
     op_machines = set(ops.op_costs(frame)["machine_id"]) | set(ops.floor_table(frame)["machine_id"])
     if table.empty and matvec.empty and not op_machines:

@@ -12,6 +12,7 @@ samples too when the run saved them. All results are frozen dataclasses in SI un
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -145,7 +146,9 @@ def weighted_least_squares(
     dof = n_points - n_coef
     cov = np.linalg.inv(a_scaled.T @ a_scaled) / np.outer(scale, scale) * (rss / dof)
     stderr = np.sqrt(np.diag(cov))
-    q = student_t_quantile(0.5 + level / 2, dof)
+    import scipy.stats  # deferred (half a second): ``python -m analysis`` imports it while runs load
+
+    q = float(scipy.stats.t.ppf(0.5 + level / 2, dof))
     return LinearFit(
         coef=tuple(float(c) for c in coef),
         stderr=tuple(float(s) for s in stderr),
@@ -259,64 +262,6 @@ def fit_per_element(
     )
 
 
-def student_t_quantile(p: float, dof: int) -> float:
-    """Return the ``p`` quantile (0 < p < 1) of Student's t with ``dof`` degrees of freedom.
-
-    Bisection on the CDF, which is written with the regularised incomplete beta function (no SciPy).
-    """
-    if not 0 < p < 1:
-        raise ValueError(f"p must be in (0, 1), got {p!r}")
-    if dof < 1:
-        raise ValueError(f"dof must be >= 1, got {dof!r}")
-    if p < 0.5:
-        return -student_t_quantile(1 - p, dof)
-    low, high = 0.0, 1.0
-    while _student_t_cdf(high, dof) < p:
-        high *= 2
-    for _ in range(200):
-        mid = (low + high) / 2
-        if _student_t_cdf(mid, dof) < p:
-            low = mid
-        else:
-            high = mid
-        if high - low <= 1e-12 * high:
-            break
-    return (low + high) / 2
-
-
-def _student_t_cdf(x: float, dof: int) -> float:
-    """P(T ≤ x) for x ≥ 0: 1 − ½·I_{dof/(dof+x²)}(dof/2, ½)."""
-    return 1 - 0.5 * _regularized_incomplete_beta(dof / (dof + x * x), dof / 2, 0.5)
-
-
-def _regularized_incomplete_beta(x: float, a: float, b: float) -> float:
-    """I_x(a, b) by its continued fraction (modified Lentz), using the symmetry where it converges faster."""
-    if x <= 0:
-        return 0.0
-    if x >= 1:
-        return 1.0
-    if x > (a + 1) / (a + b + 2):
-        return 1 - _regularized_incomplete_beta(1 - x, b, a)
-    log_front = math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x)
-    tiny = 1e-300
-    c, d = 1.0, 1 - (a + b) * x / (a + 1)
-    d = 1 / (d if abs(d) > tiny else tiny)
-    result = d
-    for m in range(1, 500):
-        for numerator in (
-            m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)),
-            -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1)),
-        ):
-            d = 1 + numerator * d
-            d = 1 / (d if abs(d) > tiny else tiny)
-            c = 1 + numerator / c
-            c = c if abs(c) > tiny else tiny
-            result *= c * d
-        if abs(c * d - 1) < 1e-15:
-            break
-    return math.exp(log_front) * result / a
-
-
 def _check_level(level: float) -> None:
     if not 0 < level < 1:
         raise ValueError(f"level must be a fraction in (0, 1), got {level!r}")
@@ -354,10 +299,12 @@ def _overhead_coefficients(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """
     x_scale = np.max(x, axis=1, keepdims=True)
     y_scale = np.max(y, axis=1, keepdims=True)
-    xs, ys = x / x_scale, y / y_scale
-    w = 1 / ys**2
-    s0, s1, s2 = w.sum(axis=1), (w * xs).sum(axis=1), (w * xs**2).sum(axis=1)
-    r0, r1 = (w * ys).sum(axis=1), (w * xs * ys).sum(axis=1)
+    xs = x / x_scale
+    inverse = y_scale / y  # 1/ys, so w = 1/ys² and w·ys = 1/ys: five sums, no other (B, m) temporaries
+    w = inverse * inverse
+    wx = w * xs
+    s0, s1, s2 = w.sum(axis=1), wx.sum(axis=1), np.einsum("ij,ij->i", wx, xs)
+    r0, r1 = inverse.sum(axis=1), np.einsum("ij,ij->i", xs, inverse)
     det = s0 * s2 - s1**2
     t0 = (s2 * r0 - s1 * r1) / det
     slope = (s0 * r1 - s1 * r0) / det
@@ -374,11 +321,12 @@ def bootstrap(
     seed: int,
     min_sizes: int,
 ) -> tuple[np.ndarray, str]:
-    """Return ``estimator`` over ``n_boot`` bootstrap replicates, (n_boot, parameters), and the method used.
+    """Return ``estimator`` over bootstrap replicates, (replicates, parameters), and the method used.
 
-    Each replicate resamples the points (so a law that misses some sizes widens the interval; replicates with
-    fewer than ``min_sizes`` distinct sizes are redrawn). With ``samples``, each drawn point's time is also
-    redrawn: the ``statistic`` of a resample of its raw samples (so measurement noise widens it too).
+    Each replicate resamples the points (so a law that misses some sizes widens the interval; a resample
+    with fewer than ``min_sizes`` distinct sizes cannot be fitted and does not count). With ``samples``,
+    each drawn point's time is also redrawn: the ``statistic`` of a resample of its raw samples (so
+    measurement noise widens it too). Without, the points are resampled by ``scipy.stats.bootstrap``.
     """
     if n_boot < 100:
         raise ValueError(f"n_boot must be >= 100 for a percentile interval, got {n_boot!r}")
@@ -386,24 +334,121 @@ def bootstrap(
         raise ValueError(f"statistic must be one of {', '.join(STATISTICS)}; got {statistic!r}")
     if np.unique(sizes).size < min_sizes:
         raise ValueError(f"the bootstrap needs at least {min_sizes} different sizes")
+    if samples is None:
+        return _bootstrap_points(sizes, seconds, estimator, n_boot, seed, min_sizes), CI_POINTS
+    # Hand-written, because scipy.stats.bootstrap resamples its samples independently or in pairs, at one
+    # level: it cannot redraw each drawn point's time from that point's own raw samples inside a resample
+    # of the points, nor redraw a resample of the points that leaves too few sizes for the law. Drawing
+    # the per-point statistic by order statistics (``_redrawn_statistics``) also costs O(N log N + n_boot)
+    # per point where resampling its N raw samples n_boot times would cost O(N · n_boot).
     rng = np.random.default_rng(seed)
     index = rng.integers(0, sizes.size, size=(n_boot, sizes.size))
-    too_few = _distinct_per_row(sizes[index]) < min_sizes
+    too_few = ~_enough_sizes(index, sizes, min_sizes)
     while np.any(too_few):
         index[too_few] = rng.integers(0, sizes.size, size=(int(too_few.sum()), sizes.size))
-        too_few = _distinct_per_row(sizes[index]) < min_sizes
-    if samples is None:
-        return estimator(sizes[index], seconds[index]), CI_POINTS
-    redrawn = np.column_stack(
-        [_bootstrap_statistic(np.asarray(s, dtype=float), statistic, n_boot, rng) for s in samples]
-    )
-    return estimator(sizes[index], np.take_along_axis(redrawn, index, axis=1)), CI_SAMPLES
+        too_few = ~_enough_sizes(index, sizes, min_sizes)
+    redrawn = _redrawn_statistics(samples, statistic, n_boot, rng)
+    # The estimator in slices of replicates: the same numbers, in temporaries a fraction of the size (the
+    # allocator reuses them instead of mapping fresh pages for each of a pooled fleet's 10⁶-point arrays).
+    rows = max(1, _POINTS_PER_BATCH // sizes.size)
+    parts = [
+        estimator(
+            sizes[index[start : start + rows]],
+            np.take_along_axis(redrawn[start : start + rows], index[start : start + rows], axis=1),
+        )
+        for start in range(0, n_boot, rows)
+    ]
+    return np.concatenate(parts), CI_SAMPLES
 
 
-def _distinct_per_row(values: np.ndarray) -> np.ndarray:
-    """The number of distinct values in each row of a 2-D array."""
-    ordered = np.sort(values, axis=1)
-    return 1 + np.count_nonzero(np.diff(ordered, axis=1), axis=1)
+#: Resampled points (replicates × points) evaluated at once by ``_bootstrap_points``: bounds the memory of
+#: a fit pooled over thousands of runs.
+_POINTS_PER_BATCH = 250_000
+
+
+def _bootstrap_points(
+    sizes: np.ndarray,
+    seconds: np.ndarray,
+    estimator: Callable[[np.ndarray, np.ndarray], np.ndarray],
+    n_boot: int,
+    seed: int,
+    min_sizes: int,
+) -> np.ndarray:
+    """``estimator`` over ``scipy.stats.bootstrap``'s resamples of the points (pairs of size and time), as
+    (replicates, parameters). A resample with fewer than ``min_sizes`` distinct sizes gives NaN there (scipy
+    cannot redraw it) and is left out: the replicates kept are drawn from the same distribution as a
+    redraw gives, that of the resamples the law can be fitted to."""
+
+    import scipy.stats  # deferred, as in ``weighted_least_squares``
+
+    def fitted(index: np.ndarray, axis: int = -1) -> np.ndarray:
+        rows = np.atleast_2d(index)  # (batch, points) of point numbers
+        with np.errstate(divide="ignore", invalid="ignore"):  # a one-size resample, set to NaN below
+            values = np.array(estimator(sizes[rows], seconds[rows]), dtype=float)
+        values[~_enough_sizes(rows, sizes, min_sizes)] = math.nan
+        return values.T  # (parameters, batch): scipy's layout of a statistic with several values
+
+    with warnings.catch_warnings():
+        # NaN replicates make scipy's own interval NaN and warn; the interval is taken from those kept.
+        warnings.simplefilter("ignore", scipy.stats.DegenerateDataWarning)
+        result = scipy.stats.bootstrap(
+            (np.arange(sizes.size),),
+            fitted,
+            n_resamples=n_boot,
+            batch=max(1, _POINTS_PER_BATCH // sizes.size),
+            vectorized=True,
+            method="percentile",
+            rng=np.random.default_rng(seed),
+        )
+    replicates = np.asarray(result.bootstrap_distribution, dtype=float).reshape(-1, n_boot).T
+    return replicates[~np.isnan(replicates).any(axis=1)]
+
+
+def _enough_sizes(index: np.ndarray, sizes: np.ndarray, at_least: int) -> np.ndarray:
+    """Whether each resample, a row of ``index`` (point numbers into ``sizes``), holds ``at_least`` distinct
+    sizes: from the points' size codes, without sorting the resamples (10³ rows of up to 10⁴ points when a
+    fleet of runs is pooled); two sizes only ask that a row's codes are not all its first."""
+    _, codes = np.unique(sizes, return_inverse=True)
+    drawn = codes[index]
+    if at_least <= 1:
+        return np.ones(index.shape[0], dtype=bool)
+    if at_least == 2:
+        return (drawn != drawn[:, :1]).any(axis=1)
+    present = np.zeros((index.shape[0], int(codes.max()) + 1), dtype=bool)
+    present[np.arange(index.shape[0])[:, None], drawn] = True
+    return np.count_nonzero(present, axis=1) >= at_least
+
+
+def _redrawn_statistics(
+    samples: Sequence[npt.ArrayLike], statistic: str, n_boot: int, rng: np.random.Generator
+) -> np.ndarray:
+    """(n_boot, points): for each point, ``n_boot`` medians or minima of resamples of its raw samples
+    (``_bootstrap_statistic``), drawn in the same order from ``rng`` as point by point would, so the intervals
+    do not depend on how the points are batched: consecutive points that need one order statistic each (a
+    minimum, the median of an odd count) in one call, a median of an even count on its own."""
+    ordered = [np.sort(np.asarray(values, dtype=float)) for values in samples]
+    counts = np.array([values.size for values in ordered])
+    single = np.full(counts.size, True) if statistic == "min" else counts % 2 == 1
+    order_k = np.ones_like(counts) if statistic == "min" else (counts + 1) // 2
+    redrawn = np.empty((n_boot, counts.size))
+    start = 0
+    while start < counts.size:
+        if not single[start]:
+            redrawn[:, start] = _bootstrap_statistic(ordered[start], statistic, n_boot, rng)
+            start += 1
+            continue
+        stop = start + 1
+        while stop < counts.size and single[stop]:
+            stop += 1
+        count = counts[start:stop, None]
+        k = order_k[start:stop, None]
+        u_k = rng.beta(k, count - k + 1, size=(stop - start, n_boot))
+        flat = np.concatenate(ordered[start:stop])
+        offsets = (np.cumsum(counts[start:stop]) - counts[start:stop])[:, None]
+        position = np.clip(np.ceil(count * u_k).astype(int) - 1, 0, count - 1)
+        redrawn[:, start:stop] = flat[offsets + position].T
+        start = stop
+    return redrawn
 
 
 def _bootstrap_statistic(

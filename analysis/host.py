@@ -25,6 +25,7 @@ figures compare with theirs; the bootstrap redraws it from the raw samples.
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -41,6 +42,9 @@ from model.units import (
     fmt_signed_percent,
     fmt_time,
 )
+
+if TYPE_CHECKING:
+    from analysis.fits import Fits
 
 #: A size counts as served from DRAM when its working set is at least this many times the last-level cache.
 DRAM_LLC_FACTOR = 2
@@ -164,14 +168,18 @@ def predict_many_vs_one(frame: pd.DataFrame, fits: pd.DataFrame) -> pd.DataFrame
     return pd.DataFrame(rows, columns=list(PREDICTION_COLUMNS))
 
 
-def summary_section(frame: pd.DataFrame) -> list[str]:
+def summary_section(frame: pd.DataFrame, fitted: Fits | None = None) -> list[str]:
     """Return the CPU family's summary lines for ``frame``: per machine, t0 with its CI, per-element costs in
     cache and from DRAM, n½, host bandwidth, and many-vs-one predicted against measured. No lines when the
-    frame holds no CPU case of this family."""
-    fits = fit_host(frame)
+    frame holds no CPU case of this family. ``fitted``: ``analysis.fits.fit_all(frame)``, fitted here when
+    not given."""
+    if fitted is None:
+        from analysis.fits import fit_all  # a cycle at import time: analysis.fits imports this module
+
+        fitted = fit_all(frame)
+    fits, predictions = fitted.host, fitted.many_vs_one
     if fits.empty:
         return []
-    predictions = predict_many_vs_one(frame, fits)
     lines: list[str] = []
     for fit in fits.itertuples(index=False):
         lines.append(f"CPU: numpy per-call cost and host bandwidth — {fit.machine_id}")

@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
@@ -36,6 +37,9 @@ from model.llm import LLAMA31_8B, LLAMA32_1B, ModelConfig
 from model.roofline import decode_step
 from model.tables import format_table
 from model.units import fmt_count, fmt_percent, fmt_time
+
+if TYPE_CHECKING:
+    from analysis.fits import Fits
 
 #: The cases of the GPU launch suite (``extra_info["case"]``).
 CUDA_CASES = ("launch_batch", "launch_sync_each", "graph_replay", "spin", "enqueue", "sync", "launch_args")
@@ -297,18 +301,21 @@ def decode_with_measured(
     return pd.DataFrame(rows, columns=list(DECODE_COLUMNS))
 
 
-def summary_section(frame: pd.DataFrame) -> list[str]:
+def summary_section(frame: pd.DataFrame, fitted: Fits | None = None) -> list[str]:
     """The GPU launch lines of the terminal summary; empty when ``frame`` holds no case of the suite.
 
     Per machine: the fitted figures with their CIs, the spin kernels against ``model.launch``'s bounds, and
-    the lecture's demo 2 recomputed with the measured costs.
+    the lecture's demo 2 recomputed with the measured costs. ``fitted``: ``analysis.fits.fit_all(frame)``,
+    fitted here when not given.
     """
     cuda = cuda_rows(frame)
     if cuda.empty:
         return []
-    fits = fit_launch(cuda)
-    spin = predict_spin(cuda, fits)
-    decode = decode_with_measured(fits)
+    if fitted is None:
+        from analysis.fits import fit_all  # a cycle at import time: analysis.fits imports this module
+
+        fitted = fit_all(frame)
+    fits, spin, decode = fitted.launch, fitted.spin, fitted.decode_demo
     lines = [f"GPU launch costs (CuPy), {fmt_percent(DEFAULT_LEVEL)} CI; per kernel = per call / N:"]
     for machine_id, machine_fits in fits.groupby("machine_id", sort=True):
         lines.append(f"  {machine_id}")

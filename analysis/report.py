@@ -10,43 +10,28 @@ one edited since (a hand-edited report.md) unless forced.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 
-from analysis.compare import (
-    MARK_BASELINE,
-    Fits,
-    figure_table,
-    fit_all,
-    point_columns,
-    point_table,
-)
+from analysis.compare import BY_MACHINE, figure_table, group_runs
 from analysis.decode import where
 from analysis.figures import FIGURES_DIR, publish_figures, write_figures
+from analysis.fits import Fits, fit_all
 from analysis.host import BANDWIDTH_OPS
-from analysis.intervals import positive_interval
 from analysis.output import publish, staging
+from analysis.render import figure_lines, markdown_table, with_interval
 from analysis.runs import Selection, selection_lines
 from analysis.trust import stability, unstable_line, verdict
 from model.units import (
     fmt_count,
     fmt_percent,
     fmt_rate,
-    fmt_si,
     fmt_signed_percent,
     fmt_time,
 )
-
-#: Formatter of each unit a figure table uses.
-FORMATTERS: dict[str, Callable[[float], str]] = {
-    "s": fmt_time,
-    "B/s": fmt_rate,
-    "elem/s": lambda value: fmt_si(value, "elem/s"),
-    "count": fmt_count,
-}
 
 REPORT_NAME = "report.md"
 #: The report's name for report.md in the output folder's manifest (``analysis.output``); its figures are
@@ -64,109 +49,6 @@ class WrittenReport:
     figures: tuple[Path, ...]
     removed: tuple[Path, ...] = ()
     kept: tuple[str, ...] = ()
-
-
-def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
-    """Lines of a Markdown table; ``|`` inside a cell is escaped."""
-
-    def line(cells: Sequence[str]) -> str:
-        return "| " + " | ".join(str(cell).replace("|", "\\|") for cell in cells) + " |"
-
-    return [line(header), "|" + "|".join("---" for _ in header) + "|", *(line(row) for row in rows)]
-
-
-def _with_interval(value: float, low: float, high: float, unit: str) -> str:
-    """A positive figure with its interval in brackets (``analysis.intervals.positive_interval``: a bound the
-    fit could not set is said, never printed as a negative number); "n/a" for a value that is not a finite
-    number > 0, which no figure of these tables can be."""
-    fmt = FORMATTERS[unit]
-    if not (math.isfinite(value) and value > 0):
-        return "n/a"
-    if math.isnan(low) or math.isnan(high):
-        return fmt(value)
-    return f"{fmt(value)} [{positive_interval(low, high, fmt)}]"
-
-
-def _mark_text(mark: str, p_value: float) -> str:
-    if math.isnan(p_value) or mark == MARK_BASELINE:
-        return mark
-    return f"{mark} (p < 1e-6)" if p_value < 1e-6 else f"{mark} (p = {p_value:.2g})"
-
-
-def comparison_lines(table: pd.DataFrame) -> list[str]:
-    """The machine table as Markdown: one row per fitted figure, one column per machine (value with its
-    confidence interval; for the others also the ratio to the baseline and the significance mark)."""
-    if table.empty:
-        return ["No fitted figure to compare (no case that a family could fit)."]
-    machines = list(dict.fromkeys(table["machine_id"]))
-    baseline = table.attrs["baseline"]
-    machines = [baseline, *(m for m in machines if m != baseline)] if baseline in machines else machines
-    header = ["figure", *(f"{m} (baseline)" if m == baseline else m for m in machines), "judged on"]
-    rows = []
-    for figure, group in table.groupby("figure", sort=False):
-        by_machine = group.set_index("machine_id")
-        cells = [f"{figure} ({group['unit'].iloc[0]})"]
-        for machine in machines:
-            if machine not in by_machine.index:
-                cells.append("—")
-                continue
-            row = by_machine.loc[machine]
-            if math.isnan(row["value"]):  # a figure the fit could not give: its mark says why
-                cells.append(row["mark"])
-                continue
-            text = _with_interval(row["value"], row["low"], row["high"], row["unit"])
-            if machine != baseline:
-                ratio = "ratio n/a" if math.isnan(row["ratio"]) else f"×{row['ratio']:.3g}"
-                text += f"; {ratio}; {_mark_text(row['mark'], row['p_value'])}"
-            cells.append(text)
-        cells.append(", ".join(sorted({text for text in group["judged_on"] if text})) or "—")
-        rows.append(cells)
-    return [
-        f"Baseline: **{baseline}**. Ratio = figure / baseline's figure. Intervals: 95 % bootstrap. CPU "
-        "figures from each case's fastest round (min), GPU launch figures from the median of the rounds. "
-        "Significance: two-sided Mann-Whitney U (normal approximation, tie-corrected) on the raw samples of "
-        "the point that measures the figure most directly (last column), p < 0.01; "
-        "'not judged' where runs were saved without raw samples or they were skipped (--no-samples).",
-        "",
-        *markdown_table(header, rows),
-    ]
-
-
-def comparison_markdown(frame: pd.DataFrame, baseline: str | None, points: bool) -> list[str]:
-    """``python -m analysis compare``'s output: the machine table; with ``points`` every measured point."""
-    fits = fit_all(frame)
-    lines = comparison_lines(figure_table(frame, fits, baseline))
-    if points:
-        lines += ["", *point_lines(point_table(frame, baseline))]
-    return lines
-
-
-def point_lines(table: pd.DataFrame) -> list[str]:
-    """Every measured point per machine: median time per timed call, ratio to the baseline, mark."""
-    keys = [key for key in point_columns(table) if key in table and table[key].notna().any()]
-    rows = []
-    for row in table.itertuples(index=False):
-        coords = [_coordinate(getattr(row, key)) for key in keys]
-        ratio = "—" if math.isnan(row.ratio) else f"×{row.ratio:.3g}"
-        rows.append(
-            [
-                *coords,
-                row.machine_id,
-                str(row.runs),
-                fmt_time(row.median_s),
-                ratio,
-                _mark_text(row.mark, row.p_value),
-            ]
-        )
-    return markdown_table([*keys, "machine", "runs", "median per timed call", "ratio", "difference"], rows)
-
-
-def _coordinate(value: object) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return ""
-    if isinstance(value, float) and value.is_integer():
-        return fmt_count(value)
-    return str(value)
 
 
 def _machines_lines(frame: pd.DataFrame) -> list[str]:
@@ -216,12 +98,12 @@ def _host_lines(fits: Fits, figures: dict[str, str]) -> list[str]:
         rows.append(
             [
                 fit.machine_id,
-                _with_interval(fit.t0_s, fit.t0_low_s, fit.t0_high_s, "s"),
-                _with_interval(
+                with_interval(fit.t0_s, fit.t0_low_s, fit.t0_high_s, "s"),
+                with_interval(
                     fit.cache_s_per_element, fit.cache_s_per_element_low, fit.cache_s_per_element_high, "s"
                 ),
-                _with_interval(fit.n_half, fit.n_half_low, fit.n_half_high, "count"),
-                _with_interval(
+                with_interval(fit.n_half, fit.n_half_low, fit.n_half_high, "count"),
+                with_interval(
                     fit.dram_s_per_element, fit.dram_s_per_element_low, fit.dram_s_per_element_high, "s"
                 )
                 if fit.dram_points
@@ -289,9 +171,7 @@ def _launch_lines(fits: Fits, figures: dict[str, str]) -> list[str]:
     rows = []
     for row in fits.launch.itertuples(index=False):
         value = (
-            "n/a"
-            if math.isnan(row.value_s)
-            else _with_interval(row.value_s, row.ci_low_s, row.ci_high_s, "s")
+            "n/a" if math.isnan(row.value_s) else with_interval(row.value_s, row.ci_low_s, row.ci_high_s, "s")
         )
         rows.append(
             [
@@ -527,7 +407,8 @@ def _write_report(selection: Selection, out_dir: Path, baseline: str | None) -> 
     lines += _launch_lines(fits, figures)
     lines += _decode_lines(fits, figures)
     lines += _figure_link(figures, "op_costs", "Fixed cost of each numpy op of the decode step, beside t0")
-    lines += ["", "## Machines compared", "", *comparison_lines(table), ""]
+    groups = group_runs(result.runs, BY_MACHINE, table.attrs["baseline"]).groups
+    lines += ["", "## Machines compared", "", *figure_lines(table, groups, BY_MACHINE, markdown=True), ""]
     lines += _figure_link(figures, "machines", "Fitted figures relative to the baseline machine")
     path = out_dir / REPORT_NAME
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")

@@ -42,10 +42,14 @@ class Selection:
     notes: tuple[str, ...]
 
 
-def select_runs(result: LoadResult, include_quick: bool = False, include_partial: bool = False) -> Selection:
+def select_runs(
+    result: LoadResult, include_quick: bool = False, include_partial: bool = False, apart: str | None = None
+) -> Selection:
     """Keep the runs of ``result`` that may be pooled; see the module docstring. ``include_quick`` /
     ``include_partial`` pool quick / partial runs too (a partial run's unfinished cases are always set
-    aside); duplicates are always counted once."""
+    aside); duplicates are always counted once. ``apart``: a column of ``result.runs`` whose values are
+    kept apart (a comparison's groups, e.g. a fact): equal measurements with different values there are
+    not duplicates."""
     runs = result.runs.reset_index(drop=True)
     frame = result.frame
     notes: list[str] = []
@@ -53,7 +57,7 @@ def select_runs(result: LoadResult, include_quick: bool = False, include_partial
     notes.extend(_stored_id_conflicts(runs))
     left_out: list[str] = []
     keep: list[str] = []
-    for run in _without_duplicates(runs, left_out).itertuples(index=False):
+    for run in without_duplicates(runs, left_out, apart).itertuples(index=False):
         if run.quick and not include_quick:
             left_out.append(
                 f"{run.source}: left out: a quick run (--quick; {run.quick_basis}): fewer sizes and rounds "
@@ -105,23 +109,24 @@ def _partial(run: object) -> str | None:
     return f"interrupted{by}{counts}"
 
 
-def _without_duplicates(runs: pd.DataFrame, left_out: list[str]) -> pd.DataFrame:
-    """``runs`` with each measurement once per machine (equal ``digest``): the copy with raw samples, else
-    with a run record, else the first. (A run relabelled as another machine is that machine's data, kept.)"""
-    key = ["machine_id", "digest"]
+def without_duplicates(runs: pd.DataFrame, left_out: list[str], apart: str | None = None) -> pd.DataFrame:
+    """``runs`` with each measurement once per machine (equal ``digest``; and per value of the column
+    ``apart``, when given): the copy with raw samples, else with a run record, else the first. (A run
+    relabelled as another machine is that machine's data, kept.)"""
+    key = ["machine_id", "digest", *([apart] if apart else [])]
     ranked = runs.assign(_order=range(len(runs))).sort_values(
         ["has_samples", "has_record", "_order"], ascending=[False, False, True], kind="stable"
     )
     first = ranked.drop_duplicates(key)
     kept = {
-        (m, d): source
-        for m, d, source in zip(first["machine_id"], first["digest"], first["source"], strict=True)
+        tuple(values): source
+        for *values, source in zip(*(first[column] for column in key), first["source"], strict=True)
     }
-    for run in ranked[ranked.duplicated(key)].sort_values("_order").itertuples(index=False):
-        original = kept[(run.machine_id, run.digest)]
+    for run in ranked[ranked.duplicated(key)].sort_values("_order").to_dict("records"):
+        original = kept[tuple(run[column] for column in key)]
         left_out.append(
-            f"{run.source}: left out: the same measurements as {original} (a copy or a second save of one "
-            "run): counted once"
+            f"{run['source']}: left out: the same measurements as {original} (a copy or a second save of "
+            "one run): counted once"
         )
     return first.sort_values("_order").drop(columns="_order")
 

@@ -346,24 +346,24 @@ def first_problem(value: Mapping, fields: Fields, prefix: str = "") -> str | Non
     for key in fields.required_keys:
         if key not in value:
             return f"{prefix}{key} is missing"
+    # The field's path is written only for a problem: a case holds a few of the many coordinates checked,
+    # and a fleet of runs 10⁶ fields.
     for key, check in fields.checks.items():
         item = value.get(key, _MISSING)
-        where = f"{prefix}{key}"
         if isinstance(check, Fields):
             if item is _MISSING or item is None:
                 if check.required:
-                    return f"{where} is missing"
+                    return f"{prefix}{key} is missing"
                 continue
             if not isinstance(item, Mapping):
-                return f"{where} = {shown(item)} (must be an object)"
-            problem = first_problem(item, check, f"{where}.")
-        elif item is _MISSING:
-            continue
-        else:
+                return f"{prefix}{key} = {shown(item)} (must be an object)"
+            problem = first_problem(item, check, f"{prefix}{key}.")
+            if problem:
+                return problem
+        elif item is not _MISSING:
             rule = check(item)
-            problem = None if rule is None else f"{where} = {shown(item)} ({rule})"
-        if problem:
-            return problem
+            if rule is not None:
+                return f"{prefix}{key} = {shown(item)} ({rule})"
     return None
 
 
@@ -506,7 +506,7 @@ def _samples(data: object) -> tuple[np.ndarray | None, str | None]:
     """The raw samples as a float64 array, or None with why they are left out (None, None when not saved)."""
     if data is None:
         return None, None
-    if not isinstance(data, list) or not all(type(value) in (int, float) for value in data):
+    if not isinstance(data, list) or not set(map(type, data)) <= {int, float}:  # at C speed: 10⁵ samples
         return None, "stats.data is not a list of numbers"
     if not data:
         return None, "stats.data is empty"

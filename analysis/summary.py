@@ -12,11 +12,13 @@ from collections.abc import Callable, Sequence
 import pandas as pd
 
 from analysis import decode, host, launch
+from analysis.fits import Fits, fit_all
 from analysis.runs import without_unfinished
 from analysis.trust import stability, unstable_line, verdict
 
-#: The families' section functions, each ``(frame) -> lines`` and empty when its cases are absent.
-SECTIONS: tuple[Callable[[pd.DataFrame], list[str]], ...] = (
+#: The families' section functions, each ``(frame, fits of the frame) -> lines`` and empty when its cases
+#: are absent.
+SECTIONS: tuple[Callable[[pd.DataFrame, Fits], list[str]], ...] = (
     host.summary_section,
     launch.summary_section,
     decode.summary_section,
@@ -40,7 +42,8 @@ def summary_lines(
     unstable = unstable_line(stability(frame))
     if unstable:
         lines.append(unstable)
-    return lines + [line for section in SECTIONS for line in section(frame)]
+    fits = fit_all(frame)  # once, for every section
+    return lines + [line for section in SECTIONS for line in section(frame, fits)]
 
 
 def trust_lines(runs: pd.DataFrame | None) -> list[str]:

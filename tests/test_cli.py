@@ -62,15 +62,16 @@ def test_report_warns_per_bad_file_uses_the_rest_and_reads_only(
 def test_compare_prints_the_machine_table_with_a_chosen_baseline(
     storage: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(["compare", str(storage), "--baseline", "desktop"]) == 0
+    assert main(["compare", str(storage), "--baseline", "desktop", "--format", "markdown"]) == 0
     out = capsys.readouterr().out
-    header = next(line for line in out.splitlines() if line.startswith("| figure"))
-    assert "desktop" in header.split("|")[2]
-    assert "(baseline)" in header.split("|")[2]
-    t0 = next(line for line in out.splitlines() if line.startswith("| t0, fixed cost per call"))
+    lines = out.splitlines()
+    assert any(line.startswith("- A  desktop") for line in lines)  # the baseline is group A
+    header = next(line for line in lines if line.startswith("| figure"))
+    assert header.split("|")[2].strip() == "A (baseline)"
+    t0 = next(line for line in lines if line.startswith("| t0, fixed cost per call"))
     # Identical samples on both machines: ratio 1, and the test finds no difference.
-    assert "×1;" in t0
-    assert "within noise" in t0
+    assert t0.endswith(" ×1.00 ~ |")
+    assert "- ~ within noise (p ≥ 0.01)" in lines
 
 
 def test_plot_writes_png_and_svg(storage: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -96,7 +97,7 @@ def test_nothing_usable_is_one_error_line_and_exit_1(
     assert all(line.startswith("python -m analysis: warning:") for line in warnings)
     assert any("notes.json: is not valid JSON" in line for line in warnings)
     assert any("missing: no such file or folder" in line for line in warnings)
-    assert err[2].startswith("python -m analysis: error: no usable launchbench run")
+    assert err[2].startswith("python -m analysis: error: no usable pytest-benchmark run")
 
 
 def test_unknown_baseline_and_output_inside_storage_are_errors(
@@ -126,11 +127,11 @@ def test_default_path_is_dot_benchmarks(
 def test_no_samples_flag_leaves_differences_unjudged(
     storage: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(["compare", str(storage), "--no-samples"]) == 0
+    assert main(["compare", str(storage), "--no-samples", "--format", "markdown"]) == 0
     out = capsys.readouterr().out
     t0 = next(line for line in out.splitlines() if line.startswith("| t0, fixed cost per call"))
-    assert "×1;" in t0
-    assert "not judged: no raw samples (not saved, or skipped)" in t0
+    assert t0.endswith(" ×1.00 ? |")
+    assert "- ? not judged: no raw samples (not saved, or skipped) (t0, fixed cost per call" in out
 
 
 def test_a_bad_command_line_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
@@ -290,10 +291,10 @@ def test_any_terminal_encoding_works(storage: Path, tmp_path: Path, env: dict[st
         assert b"Traceback" not in done.stderr
         return done
 
-    compare = run("compare", str(storage))
+    compare = run("compare", str(storage), "--format", "markdown")
     out = compare.stdout.decode("ascii")
     t0 = next(line for line in out.splitlines() if line.startswith("| t0, fixed cost per call"))
-    assert "; x1; " in t0  # ×1, spelled for ASCII
+    assert t0.endswith(" x1.00 ~ |")  # ×1.00, spelled for ASCII
     assert any(line.startswith("| n1/2 = t0*rinf (count) |") for line in out.splitlines())  # n½ = t0·r∞
     warnings = compare.stderr.decode("ascii").splitlines()
     (warning,) = [line for line in warnings if "0004_" in line]  # the name as this locale decodes it, escaped

@@ -1,4 +1,4 @@
-"""analysis.compare: the hand-written Mann-Whitney U test against hand-computed values, and the machine
+"""analysis.compare: the Mann-Whitney U test (scipy's) against hand-computed values, and the machine
 comparison on a real saved run (a second machine made from it by a known factor)."""
 
 from __future__ import annotations
@@ -6,11 +6,13 @@ from __future__ import annotations
 import copy
 import json
 import math
+import shutil
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from analysis.__main__ import main
 from analysis.compare import (
     MARK_BASELINE,
     MARK_NO_DATA,
@@ -18,12 +20,12 @@ from analysis.compare import (
     MARK_SIGNIFICANT,
     choose_baseline,
     figure_table,
-    fit_all,
-    mann_whitney_u,
-    point_columns,
+    mann_whitney,
     point_table,
 )
+from analysis.fits import fit_all
 from analysis.load import SUITE, load_runs
+from analysis.render import LINE_WIDTH
 
 DATA = Path(__file__).parent / "data"
 CPU_RUNS = sorted(DATA.glob("cpu-*.json"))
@@ -32,9 +34,8 @@ CPU_RUNS = sorted(DATA.glob("cpu-*.json"))
 def test_mann_whitney_fully_separated_samples() -> None:
     # x = 1,2,3 below y = 4,5,6: rank sum of x = 6, U = 6 − 3·4/2 = 0, mean U = 4.5,
     # σ² = 3·3/12 · 7 = 5.25, z = (0 − 4.5 + 0.5)/√5.25 = −1.745743, p = erfc(1.745743/√2) = 0.080856.
-    result = mann_whitney_u([1, 2, 3], [4, 5, 6])
+    result = mann_whitney([1, 2, 3], [4, 5, 6])
     assert result.u == 0
-    assert result.z == pytest.approx(-1.745743, abs=1e-6)
     assert result.p_value == pytest.approx(0.080856, abs=1e-6)
     assert result.effect == 0
 
@@ -43,31 +44,29 @@ def test_mann_whitney_with_ties() -> None:
     # Pooled 1,2,2,2,3,3,4,5: mid-ranks 1, 3,3,3, 5.5,5.5, 7, 8. Rank sum of x = 1+3+3+5.5 = 12.5,
     # U = 12.5 − 10 = 2.5; ties t = 3 and 2 give Σ(t³−t) = 24 + 6 = 30; σ² = 16/12 · (9 − 30/56) = 11.285714;
     # z = (2.5 − 8 + 0.5)/√11.285714 = −1.488351; p = 0.136658.
-    result = mann_whitney_u([1, 2, 2, 3], [2, 3, 4, 5])
+    result = mann_whitney([1, 2, 2, 3], [2, 3, 4, 5])
     assert result.u == 2.5
-    assert result.z == pytest.approx(-1.488351, abs=1e-6)
     assert result.p_value == pytest.approx(0.136658, abs=1e-6)
 
 
-def test_mann_whitney_is_antisymmetric_and_handles_all_ties() -> None:
+def test_mann_whitney_is_symmetric_and_handles_all_ties() -> None:
     rng = np.random.default_rng(7)
     x = rng.normal(0, 1, 40).round(1)
     y = rng.normal(0.3, 1, 25).round(1)
-    forward, backward = mann_whitney_u(x, y), mann_whitney_u(y, x)
+    forward, backward = mann_whitney(x, y), mann_whitney(y, x)
     assert forward.u + backward.u == 40 * 25
-    assert forward.z == pytest.approx(-backward.z)
     assert forward.p_value == pytest.approx(backward.p_value)
-    same = mann_whitney_u([5.0, 5.0, 5.0], [5.0, 5.0])
-    assert (same.u, same.z, same.p_value) == (3.0, 0.0, 1.0)
-    shifted = mann_whitney_u(np.arange(200.0), np.arange(200.0) + 100)
+    same = mann_whitney([5.0, 5.0, 5.0], [5.0, 5.0])
+    assert (same.u, same.p_value) == (3.0, 1.0)
+    shifted = mann_whitney(np.arange(200.0), np.arange(200.0) + 100)
     assert shifted.p_value < 1e-12
 
 
 def test_mann_whitney_rejects_empty_and_non_finite_samples() -> None:
     with pytest.raises(ValueError, match="non-empty"):
-        mann_whitney_u([], [1.0])
+        mann_whitney([], [1.0])
     with pytest.raises(ValueError, match="finite"):
-        mann_whitney_u([1.0, math.nan], [1.0])
+        mann_whitney([1.0, math.nan], [1.0])
 
 
 def test_choose_baseline() -> None:
@@ -118,11 +117,7 @@ def test_point_table_ratios_and_marks(two_machines: Path) -> None:
     assert np.allclose(slow["ratio"], 1.5)
     assert np.allclose(same["ratio"], 1.0)
     # Identical samples are never significant; samples 1.5x slower are, at every point with 20+ rounds.
-    keys = point_columns(frame)
-    rounds = frame[frame["machine_id"] == base][[*keys, "rounds"]]
-    slow_rounds = slow.merge(rounds, on=keys, how="left")
-    assert len(slow_rounds) == len(slow)
-    assert (slow_rounds.loc[slow_rounds["rounds"] >= 20, "mark"] == MARK_SIGNIFICANT).all()
+    assert (slow.loc[slow["rounds"] >= 20, "mark"] == MARK_SIGNIFICANT).all()
     assert (same["mark"] == MARK_NOT_SIGNIFICANT).all()
     assert (same["p_value"] == 1.0).all()
 
@@ -158,3 +153,119 @@ def test_bandwidth_is_judged_as_a_rate_across_array_sizes(tmp_path: Path) -> Non
     assert (rates["mark"] == MARK_NOT_SIGNIFICANT).all()
     assert (rates["p_value"] == 1.0).all()
     assert rates["judged_on"].str.endswith("as B/s (each machine's own size)").all()
+
+
+# --- compare by run, by a fact, and at many groups ---
+
+XEON_FULL = DATA / "cpu-2core-full.json"
+XEON_QUICK = DATA / "cpu-2core-quick.json"
+
+
+def run_json(argv: list[str], capsys: pytest.CaptureFixture[str]) -> dict:
+    """``python -m analysis compare ARGV --format json``'s document (exit code 0 asserted)."""
+    assert main(["compare", *argv, "--format", "json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def figures_of(document: dict, code: str) -> dict[str, dict]:
+    """The figure rows of group ``code``, by figure."""
+    return {row["figure"]: row for row in document["figures"] if row["code"] == code}
+
+
+def test_two_real_runs_of_one_machine_compared_by_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The full and the quick run of the Xeon VM (two real saved runs, one machine): by machine they would
+    pool (with --include-quick); by run each is a column, in time order, judged on its raw samples."""
+    document = run_json([str(XEON_QUICK), str(XEON_FULL), "--by", "run", "--include-quick"], capsys)
+    assert document["by"] == "run"
+    assert [group["label"] for group in document["groups"]] == [XEON_FULL.name, XEON_QUICK.name]
+    assert document["groups"][0]["machines"] == document["groups"][1]["machines"]  # one machine
+    quick = figures_of(document, "B")
+    t0 = quick["t0, fixed cost per call"]
+    assert t0["baseline"] == XEON_FULL.name
+    assert t0["ratio"] == pytest.approx(t0["value"] / figures_of(document, "A")[t0["figure"]]["value"])
+    assert t0["mark"] in (MARK_SIGNIFICANT, MARK_NOT_SIGNIFICANT)
+    assert 0 <= t0["p_value"] <= 1
+    assert t0["judged_on"] == "ufunc_size op=np.add n=1"
+    # The quick run is left out unless included: one group is left, said in the notes.
+    document = run_json([str(XEON_QUICK), str(XEON_FULL), "--by", "run"], capsys)
+    assert [group["label"] for group in document["groups"]] == [XEON_FULL.name]
+    assert any("left out: a quick run" in note for note in document["notes"])
+    # A copy of a run is the same measurement: counted once, by run as by machine.
+    copy_path = tmp_path / "copy-of-full.json"
+    shutil.copy(XEON_FULL, copy_path)
+    document = run_json([str(XEON_FULL), str(copy_path), "--by", "run"], capsys)
+    assert len(document["groups"]) == 1
+    assert any("the same measurements as" in note for note in document["notes"])
+
+
+def with_fact(path: Path, numpy: str, factor: float = 1.0) -> dict:
+    """The saved run at ``path`` with its numpy version set to ``numpy`` (and, when ``factor`` is not 1,
+    every time multiplied by it)."""
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    doc["machine_info"][SUITE]["numpy"] = numpy
+    if factor != 1.0:
+        for bench in doc["benchmarks"]:
+            stats = bench["stats"]
+            for key in ("min", "max", "mean", "stddev", "median", "iqr", "q1", "q3"):
+                stats[key] *= factor
+            stats["data"] = [x * factor for x in stats["data"]]
+    return doc
+
+
+@pytest.mark.parametrize("by", ["numpy", "launchbench.numpy", "machine_info.launchbench.numpy"])
+def test_a_run_pair_differing_only_in_a_version_fact_compared_by_it(
+    by: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The real run and a copy that differs only in its numpy version: two groups (equal measurements, but
+    kept apart by the fact, not counted once), every ratio 1 and every judged difference within noise."""
+    assert json.loads(XEON_FULL.read_text(encoding="utf-8"))["machine_info"][SUITE]["numpy"] == "2.4.6"
+    newer = tmp_path / "newer-numpy.json"
+    newer.write_text(json.dumps(with_fact(XEON_FULL, "2.5.0")), encoding="utf-8")
+    document = run_json([str(XEON_FULL), str(newer), "--by", by, "--baseline", "2.4.6"], capsys)
+    assert [group["label"] for group in document["groups"]] == [f"{by}=2.4.6", f"{by}=2.5.0"]
+    other = figures_of(document, "B")
+    judged = [row for row in other.values() if row["p_value"] is not None]
+    assert len(judged) >= 4
+    assert all(row["ratio"] == pytest.approx(1.0) for row in other.values() if row["ratio"] is not None)
+    assert all(row["mark"] == MARK_NOT_SIGNIFICANT and row["p_value"] == 1.0 for row in judged)
+
+
+def test_a_version_fact_that_moved_the_times_is_judged_significant(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    slower = tmp_path / "slower.json"
+    slower.write_text(json.dumps(with_fact(XEON_FULL, "2.5.0", factor=1.5)), encoding="utf-8")
+    document = run_json([str(slower), str(XEON_FULL), "--by", "numpy", "--baseline", "numpy=2.4.6"], capsys)
+    t0 = figures_of(document, "B")["t0, fixed cost per call"]
+    assert t0["group"] == "numpy=2.5.0"
+    assert t0["ratio"] == pytest.approx(1.5)
+    assert t0["mark"] == MARK_SIGNIFICANT
+
+
+def test_a_fact_no_run_records_is_one_error_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["compare", str(XEON_FULL), "--by", "cupy"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1] == (
+        "python -m analysis: error: --by cupy: no run used records machine_info.launchbench.gpu.cupy_version"
+    )
+
+
+def test_twenty_machines_read_as_rows(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """20 machines made from the real run (each 2 % slower than the one before): one row per machine, every
+    table line within the width limit, and each mark explained once below the table."""
+    doc = json.loads(XEON_FULL.read_text(encoding="utf-8"))
+    for index in range(20):
+        run = slower_copy(doc, f"m{index:02d}", 1 + 0.02 * index)
+        (tmp_path / f"{index:04d}.json").write_text(json.dumps(run), encoding="utf-8")
+    assert main(["compare", str(tmp_path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("group "))
+    table = lines[start : lines.index("", start)]
+    assert len(table) == 2 + 20  # header, rule, one row per machine
+    assert table[2].startswith("A (base)")
+    assert all(len(line) <= LINE_WIDTH for line in table)
+    assert table[-1].startswith("T ") and "*" in table[-1]  # 38 % slower: significant everywhere judged
+    assert sum(line.strip().startswith("* significant") for line in lines) == 1
+    assert sum(line.strip().startswith("~ within noise") for line in lines) <= 1

@@ -14,6 +14,7 @@ import pytest
 
 from analysis import ops
 from analysis.decode import DECODE_COLUMNS, decode_table, matvec_table, summary_section
+from analysis.fits import Fits
 from analysis.host import HOST_COLUMNS
 from analysis.launch import FIT_COLUMNS
 from analysis.load import load_runs
@@ -94,6 +95,19 @@ def _launch_fits() -> pd.DataFrame:
         for name, value in values.items()
     ]
     return pd.DataFrame(rows, columns=list(FIT_COLUMNS))
+
+
+def _fitted(frame: pd.DataFrame) -> Fits:
+    """``analysis.fits.fit_all``'s result for ``frame`` with ``_host_fits`` as its CPU fits."""
+    empty = pd.DataFrame()
+    return Fits(
+        host=_host_fits(),
+        many_vs_one=empty,
+        launch=empty,
+        spin=empty,
+        decode_demo=empty,
+        decode_steps=decode_table(frame, host_fits=_host_fits()),
+    )
 
 
 def _host_fits() -> pd.DataFrame:
@@ -359,7 +373,7 @@ def test_cpu_step_is_held_against_its_fastest_round_and_the_gpu_against_its_medi
     assert (gpu["statistic"], gpu["measured_s"]) == ("median", 1.5e-3)
     frame = _per_op_frame()
     row = _row(decode_table(frame, host_fits=_host_fits()), "unfused", "cpu")
-    lines = summary_section(frame, host_fits=_host_fits())
+    lines = summary_section(frame, _fitted(frame))
     assert any("every time is its case's fastest round (min)" in line for line in lines)
     for model in ("serial_s", "op_model_s"):  # each model's ratio, on the fastest round (20 ms)
         ratio = f"{20e-3 / row[model]:.2f}×"
@@ -372,7 +386,7 @@ def test_without_an_attention_term_its_bytes_go_at_the_bandwidth_and_the_summary
     all_calls = sum(count * OP_COSTS_S[op] for op, count in STEP_COUNTS.items())
     assert math.isnan(row["attention_s"])
     assert row["op_model_s"] == pytest.approx(CPU_BYTES / TRIAD_BPS + all_calls)
-    lines = summary_section(frame, host_fits=_host_fits())
+    lines = summary_section(frame, _fitted(frame))
     assert any("attention: not measured in this run" in line for line in lines)
 
 
@@ -381,7 +395,7 @@ def test_an_op_without_a_measured_cost_gives_no_per_op_model_and_is_named() -> N
     frame = _per_op_frame(costs=costs)
     row = _row(decode_table(frame, host_fits=_host_fits()), "unfused", "cpu")
     assert math.isnan(row["op_model_s"]) and row["unpriced_ops"] == ("np.matmul(2d, 1d, out=1d)",)
-    lines = summary_section(frame, host_fits=_host_fits())
+    lines = summary_section(frame, _fitted(frame))
     assert any("no measured cost for np.matmul(2d, 1d, out=1d)" in line for line in lines)
 
 

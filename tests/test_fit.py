@@ -13,9 +13,10 @@ from analysis.fit import (
     CI_SAMPLES,
     Interval,
     _bootstrap_statistic,
+    _redrawn_statistics,
+    bootstrap,
     fit_fixed_overhead,
     fit_per_element,
-    student_t_quantile,
     weighted_least_squares,
 )
 from model.laws import fixed_overhead_time, half_performance_length
@@ -40,12 +41,21 @@ def _noisy_samples(seed: int, count: int = 101, sigma: float = 0.05) -> list[np.
 
 
 @pytest.mark.parametrize(
-    ("p", "dof", "expected"),
-    [(0.975, 1, 12.7062047), (0.975, 2, 4.30265273), (0.975, 10, 2.22813885), (0.95, 5, 2.01504837),
-     (0.975, 1000, 1.96233908), (0.025, 10, -2.22813885)],
+    ("n_points", "level", "t_quantile"),
+    [(3, 0.95, 12.7062047), (4, 0.95, 4.30265273), (12, 0.95, 2.22813885), (7, 0.90, 2.01504837),
+     (1002, 0.95, 1.96233908)],
 )  # fmt: skip
-def test_student_t_quantile_matches_tables(p: float, dof: int, expected: float) -> None:
-    assert student_t_quantile(p, dof) == pytest.approx(expected, rel=1e-7)
+def test_weighted_least_squares_intervals_use_student_t_from_tables(
+    n_points: int, level: float, t_quantile: float
+) -> None:
+    """Half-width = t quantile (printed tables, dof = points − 2) × standard error: the quantile the
+    hand-written incomplete beta gave before scipy.stats.t, to 1e-7."""
+    x = np.arange(1.0, n_points + 1)
+    y = 2.0 + 0.5 * x + np.where(np.arange(n_points) % 2, 0.1, -0.1)
+    fit = weighted_least_squares(np.column_stack([np.ones_like(x), x]), y, np.ones_like(x), level)
+    for interval, coef, stderr in zip(fit.ci, fit.coef, fit.stderr, strict=True):
+        assert (interval.high - coef) / stderr == pytest.approx(t_quantile, rel=1e-7)
+        assert (coef - interval.low) / stderr == pytest.approx(t_quantile, rel=1e-7)
 
 
 def test_weighted_least_squares_recovers_an_exact_line() -> None:
@@ -226,3 +236,32 @@ def test_interval_contains_its_bounds() -> None:
     assert interval.contains(1.0)
     assert interval.contains(2.0)
     assert not interval.contains(2.0001)
+
+
+@pytest.mark.parametrize("statistic", ["median", "min"])
+def test_redrawn_statistics_batch_points_without_changing_the_draws(statistic: str) -> None:
+    """Batching the points draws the same numbers from the generator as drawing them point by point, so the
+    saved runs' intervals are those of the point-by-point code (odd and even counts mixed)."""
+    rng = np.random.default_rng(11)
+    samples = [rng.lognormal(0, 0.1, count) for count in (7, 8, 9, 9, 10, 31, 4, 5)]
+    batched = _redrawn_statistics(samples, statistic, 500, np.random.default_rng(3))
+    one_by_one = np.random.default_rng(3)
+    expected = np.column_stack([_bootstrap_statistic(s, statistic, 500, one_by_one) for s in samples])
+    assert np.array_equal(batched, expected)
+
+
+def test_bootstrap_over_points_leaves_out_resamples_the_law_cannot_fit() -> None:
+    """Three points over two sizes: about (1/3)³ + (2/3)³ = 1/3 of the resamples hold one size only. They
+    are left out (scipy.stats.bootstrap cannot redraw them), never NaN in the replicates."""
+    sizes = np.array([1.0, 1000.0, 1000.0])
+    seconds = np.array([1e-6, 2e-6, 2.2e-6])
+
+    def coefficients(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        slope = (y.max(axis=1) - y.min(axis=1)) / (x.max(axis=1) - x.min(axis=1))
+        return slope[:, None]
+
+    replicates, method = bootstrap(sizes, seconds, None, "median", coefficients, 3000, 0, min_sizes=2)
+    assert method == CI_POINTS
+    assert replicates.shape[1] == 1
+    assert np.isfinite(replicates).all()
+    assert replicates.shape[0] == pytest.approx(3000 * 2 / 3, rel=0.05)

@@ -325,14 +325,14 @@ def _baseline_cells(out: str) -> dict[str, str]:
     cells = {}
     for line in out.splitlines():
         if line.startswith("| ") and not line.startswith("| figure"):
-            parts = [part.strip() for part in line.split(" | ")]
-            cells[parts[0].lstrip("| ")] = parts[1]
+            parts = [part.strip() for part in line.strip().strip("|").split(" | ")]
+            cells[parts[0]] = parts[1]
     return cells
 
 
 @pytest.fixture(scope="module")
 def good_alone(workdir: Path) -> dict[str, str]:
-    code, out, _ = _run(["compare", str(workdir / "runs" / "good.json")])
+    code, out, _ = _run(["compare", str(workdir / "runs" / "good.json"), "--format", "markdown"])
     assert code == 0
     cells = _baseline_cells(out)
     assert len(cells) > 5
@@ -349,7 +349,7 @@ def test_compare_beside_a_mutated_run_prints_the_good_figures(
     file_change: tuple[str, float],
 ) -> None:
     good, bad, before = _inputs(workdir, mutated_text(base, mutations, file_change))
-    code, out, err = _run(["compare", str(good), str(bad)])
+    code, out, err = _run(["compare", str(good), str(bad), "--format", "markdown"])
     assert code == 0, err
     assert all(line.startswith("python -m analysis: ") for line in err.splitlines()), err
     cells = _baseline_cells(out)

@@ -240,6 +240,16 @@ def test_check_without_analysis_still_checks_the_run_and_says_why_in_one_line(tm
     assert "fact gpu.spin_clock" in done.stdout and "Traceback" not in done.stderr
 
 
+def test_check_without_scipy_says_so_in_one_line(tmp_path: Path) -> None:
+    """The GPU box's Python may lack SciPy, which analysis imports only when it fits: the read-back asks for
+    it up front, so its absence is the one line, not a traceback halfway through the fits."""
+    done = _check(_write(tmp_path, synthetic_complete_gpu_run()), hide="scipy")
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = [line for line in done.stdout.splitlines() if line.startswith("fits not computed")]
+    assert len(lines) == 1 and "No module named 'scipy.stats'" in lines[0]
+    assert "Traceback" not in done.stderr
+
+
 def test_check_fails_with_reasons_on_a_run_without_gpu_cases() -> None:
     run = DATA / "cpu-2core-quick.json"
     done = _check(run)

@@ -21,11 +21,12 @@ from matplotlib.figure import Figure
 from matplotlib.text import Text
 
 from analysis.__main__ import main
-from analysis.compare import MARK_SIGNIFICANT, figure_table, fit_all
+from analysis.compare import MARK_SIGNIFICANT, figure_table
 from analysis.decode import decode_table, where
 from analysis.figures import FIGURES_DIR, build_figures
 from analysis.figures.decode import decode_bands
 from analysis.figures.style import MARKERS, PALETTE, Machines, nice_log_ticks, time_tick, trim
+from analysis.fits import fit_all
 from analysis.launch import fitted
 from analysis.load import load_runs
 from analysis.output import MANIFEST_NAME

@@ -19,9 +19,10 @@ from matplotlib.figure import Figure
 from matplotlib.text import Text
 from matplotlib.transforms import Bbox
 
-from analysis.compare import figure_table, fit_all
+from analysis.compare import figure_table
 from analysis.figures import build_figures
 from analysis.figures.style import new_figure
+from analysis.fits import fit_all
 from analysis.load import SUITE, load_runs
 from analysis.runs import select_runs
 from benchmarks.test_numpy_ops import FLOOR, FLOOR_CTX, floor_step

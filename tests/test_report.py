@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from analysis.compare import fit_all
+from analysis.fits import fit_all
 from analysis.host import BASIS_LAW, BASIS_WHOLE
 from analysis.load import SUITE, load_runs
 from analysis.report import write_report
@@ -209,12 +209,13 @@ def test_two_machines_are_compared_in_the_report(tmp_path: Path) -> None:
         select_runs(load_runs([tmp_path / "runs"], samples=True)), tmp_path / "out", baseline="slow-box"
     )
     text = written.path.read_text(encoding="utf-8")
-    assert "slow-box / synthetic CPU / SYNTHETIC test GPU (not a measurement) (baseline)" in text
+    assert "- A  slow-box / synthetic CPU / SYNTHETIC test GPU (not a measurement) (1 run)" in text
     # 1.3x slower everywhere: the other machine's launch cost is 1/1.3 of the baseline's, and significant.
     (line,) = [line for line in text.splitlines() if line.startswith("| cost per launch (s)")]
-    ratio = float(line.split("×")[1].split(";")[0])
-    assert ratio == pytest.approx(1 / 1.3, rel=0.02)
-    assert "significant (p < 1e-6)" in line
+    ratio, mark = line.split("×")[1].split()[:2]
+    assert float(ratio) == pytest.approx(1 / 1.3, rel=0.02)
+    assert mark == "*"
+    assert "- * significant: the raw samples differ" in text
     assert "machines" in {p.stem for p in written.figures}
 
 
@@ -242,8 +243,9 @@ def test_report_without_raw_samples_says_it_could_not_judge(tmp_path: Path) -> N
     text = write_report(select_runs(loaded), tmp_path / "out", baseline=None).path.read_text(encoding="utf-8")
     for row in judged.itertuples(index=False):
         (line,) = [line for line in text.splitlines() if line.startswith(f"| {row.figure} ({row.unit}) |")]
-        assert f"; ×{row.ratio:.3g}; {MARK_NO_DATA} |" in line
+        assert line.endswith(f" ×{row.ratio:#.3g} ? |")
         assert "p =" not in line and "p <" not in line
+    assert f"- ? {MARK_NO_DATA} (" in text
 
 
 def test_decode_section_of_a_real_cpu_decode_run(tmp_path: Path) -> None:

@@ -19,11 +19,12 @@ from pathlib import Path
 import pytest
 
 from analysis.__main__ import main
-from analysis.compare import figure_table, fit_all
+from analysis.compare import Group, figure_table, group_code
+from analysis.fits import fit_all
 from analysis.host import fit_host, summary_section
 from analysis.intervals import positive_interval
 from analysis.load import RUN_RECORD_KEY, SUITE, load_doc, load_runs
-from analysis.report import comparison_markdown
+from analysis.render import figure_lines
 from analysis.runs import select_runs, selection_lines
 from analysis.summary import summary_lines
 from analysis.trust import IQR_OVER_MEDIAN_LIMIT, MEDIAN_OVER_MIN_LIMIT, stability, unstable_line, verdict
@@ -393,10 +394,18 @@ def test_a_nan_point_never_removes_the_t0_row(tmp_path: Path, capsys: pytest.Cap
     smallest = next(b for b in doc["benchmarks"] if b["extra_info"].get("n") == 4)
     smallest["stats"]["min"] = math.nan
     path = write(tmp_path / "runs" / "nan.json", doc)
-    assert main(["compare", str(path), "--no-samples"]) == 0
+    assert main(["compare", str(path), "--no-samples", "--format", "markdown"]) == 0
     captured = capsys.readouterr()
     assert f"case {smallest['fullname']}: dropped: stats.min = nan" in captured.err
     assert any(line.startswith("| t0, fixed cost per call (s) | ") for line in captured.out.splitlines())
+
+
+def compared(frame) -> str:
+    """The machine table of ``frame`` (machines as groups, in load order) as Markdown."""
+    table = figure_table(frame, fit_all(frame), baseline=None)
+    labels = list(dict.fromkeys(table["machine_id"]))
+    groups = [Group(group_code(i), label, (), ()) for i, label in enumerate(labels)]
+    return "\n".join(figure_lines(table, groups, "machine", markdown=True))
 
 
 def test_a_law_that_cannot_be_fitted_keeps_its_rows_and_says_why() -> None:
@@ -406,8 +415,9 @@ def test_a_law_that_cannot_be_fitted_keeps_its_rows_and_says_why() -> None:
     table = figure_table(frame, fit_all(frame), baseline=None)
     t0 = table[table["figure"] == "t0, fixed cost per call"].iloc[0]
     assert math.isnan(t0["value"]) and t0["mark"].startswith("not fitted: cache sizes unknown")
-    text = "\n".join(comparison_markdown(frame, None, points=False))
-    assert "| t0, fixed cost per call (s) | not fitted: cache sizes unknown" in text
+    text = compared(frame)
+    assert "| t0, fixed cost per call (s) | ? |" in text
+    assert "- ? not fitted: cache sizes unknown (run saved without them)" in text
 
 
 def test_a_bound_the_fit_cannot_set_is_said_not_printed_negative() -> None:
@@ -427,10 +437,10 @@ def test_a_bound_the_fit_cannot_set_is_said_not_printed_negative() -> None:
         in per_element
     )
     assert f"{fit['n_outside_law']:,} of 1,000 replicates outside the law (t0 < 0 or r∞ ≤ 0)" in text
-    compared = "\n".join(comparison_markdown(frame, None, points=False))
-    assert "(the fit cannot bound it from above)" in compared
+    compared_text = compared(frame)
+    assert "(the fit cannot bound it from above)" in compared_text
     intervals = [line.split(" CI ", 1)[1] for line in lines if " CI " in line]
-    intervals += re.findall(r"\[([^]]*)\]", compared)
+    intervals += re.findall(r"\[([^]]*)\]", compared_text)
     assert len(intervals) >= 6
     for interval in intervals:  # signed errors (-59 %) are fine elsewhere; no interval holds a negative
         assert not NEGATIVE_NUMBER.search(interval), interval

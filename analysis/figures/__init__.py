@@ -22,9 +22,9 @@ from pathlib import Path
 import pandas as pd
 from matplotlib.figure import Figure
 
-from analysis.compare import Fits
 from analysis.figures import cpu, decode, gpu, machines
 from analysis.figures.style import save
+from analysis.fits import Fits
 from analysis.output import FIGURE_FORMATS as FORMATS
 from analysis.output import Published, publish
 
@@ -62,6 +62,16 @@ def write_figures(
     for stem, figure in build_figures(frame, fits, table).items():
         paths += save(figure, out_dir / FIGURES_DIR, stem, formats)
     return paths
+
+
+def write_case_figures(
+    ratios: pd.DataFrame, baseline: str, out_dir: Path, formats: Sequence[str] = FORMATS
+) -> list[Path]:
+    """Draw another suite's cases against the baseline group (``machines.cases`` of
+    ``analysis.compare.case_ratios``) into ``out_dir/FIGURES_DIR`` as ``cases``; return the paths written
+    (none when no case has a ratio)."""
+    figure = machines.cases(ratios, baseline, ("median", "min"))
+    return save(figure, out_dir / FIGURES_DIR, "cases", formats) if figure is not None else []
 
 
 def publish_figures(stage: Path, out: Path, force: bool) -> Published:

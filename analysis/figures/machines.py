@@ -102,22 +102,26 @@ def machines(table: pd.DataFrame) -> Figure | None:
     )
     ax.tick_params(axis="x", labelsize=TICK_PT)
     ax.grid(True, axis="x", alpha=0.3)
+    _legend(figure, names, others_ids)
+    caption = (
+        f"Baseline: {names.label(baseline)}. Times are drawn as baseline ÷ this machine, rates and n½ as "
+        "this machine ÷ baseline. " + _left_out(table, others, baseline, names) + names.caption()
+    )
+    return finish(figure, _title(drawn, names, baseline, others_ids), caption, value_labels)
+
+
+def _legend(figure: Figure, names: Machines, ids: list[str]) -> None:
+    """The side legend: each machine's (or group's) marker, then filled = significant, hollow = not."""
     handles = [
-        Line2D([], [], color=names.color(m), marker=names.marker(m), linestyle="none", ms=6)
-        for m in others_ids
+        Line2D([], [], color=names.color(m), marker=names.marker(m), linestyle="none", ms=6) for m in ids
     ]
-    texts = [names.label(m) for m in others_ids]
+    texts = [names.label(m) for m in ids]
     handles += [
         Line2D([], [], color="0.3", marker="o", linestyle="none", ms=6),
         Line2D([], [], color="0.3", marker="o", markerfacecolor="white", linestyle="none", ms=6),
     ]
     texts += ["significant (p < 0.01)", "within noise, or not judged"]
     side_legend(figure, handles, texts)
-    caption = (
-        f"Baseline: {names.label(baseline)}. Times are drawn as baseline ÷ this machine, rates and n½ as "
-        "this machine ÷ baseline. " + _left_out(table, others, baseline, names) + names.caption()
-    )
-    return finish(figure, _title(drawn, names, baseline, others_ids), caption, value_labels)
 
 
 def _title(drawn: pd.DataFrame, names: Machines, baseline: str, others_ids: list[str]) -> str:
@@ -152,3 +156,76 @@ def _left_out(table: pd.DataFrame, others: pd.DataFrame, baseline: str, names: M
         if who:
             missing.append(f"{figure} (none on {', '.join(who)})")
     return ("Left out: " + "; ".join(missing) + ". ") if missing else ""
+
+
+#: Most cases drawn in the cases figure (the text table and ``--top`` hold the rest).
+CASES_DRAWN = 30
+
+
+def cases(
+    ratios: pd.DataFrame, baseline: str, statistics: tuple[str, ...] = ("median", "min")
+) -> Figure | None:
+    """Another suite's cases against the baseline group (``analysis.compare.case_ratios``, in its order: the
+    significant differences first, then the farthest from 1), at most ``CASES_DRAWN`` of them: each group's
+    ratio per case as baseline ÷ this group (> 1 = faster), the first of ``statistics`` as a marker (filled
+    where the Mann-Whitney test found the difference significant), the second as a bar from 1. Nothing when
+    no case has a ratio."""
+    drawn = ratios[np.isfinite(ratios["ratio"].astype(float)) & (ratios["ratio"].astype(float) > 0)]
+    if drawn.empty:
+        return None
+    main, *other = statistics
+    names = Machines.of([baseline, *drawn["machine_id"]])
+    groups = [m for m in names.ids if m != baseline]
+    shown = list(dict.fromkeys(drawn["case"]))[:CASES_DRAWN]
+    figure, (ax,) = panels(1, 0.9 + _ROW_IN * len(shown) * (1 + 0.15 * min(len(groups), 6)))
+    spread = 0.6 / max(1, len(groups))
+    for k, group in enumerate(groups):
+        color, marker = names.style(group)
+        mine = drawn[drawn["machine_id"] == group]
+        for position, case in enumerate(shown):
+            y = position + (k - (len(groups) - 1) / 2) * spread
+            rows = mine[mine["case"] == case].set_index("statistic")
+            if main in rows.index:
+                row = rows.loc[main]
+                face = color if row["mark"] == MARK_SIGNIFICANT else "white"
+                ax.plot(1 / row["ratio"], y, marker, color=color, markerfacecolor=face, ms=6, zorder=3)
+            for stat in other:
+                if stat in rows.index:
+                    ax.plot([1.0, 1 / rows.loc[stat, "ratio"]], [y, y], color=color, linewidth=2, alpha=0.4)
+    ax.axvline(1.0, color="0.3", linewidth=1, zorder=1)
+    ax.set_yticks(range(len(shown)), [_short_case(case) for case in shown], fontsize=TICK_PT)
+    ax.set_ylim(len(shown) - 0.5, -0.5)
+    log_axis(
+        ax,
+        "x",
+        1 / drawn["ratio"].astype(float),
+        ratio_tick,
+        f"baseline ÷ this group, {main} time per round: > 1 = faster",
+        max_ticks(5.5, 1.8),
+        include=[1.0],
+    )
+    ax.tick_params(axis="x", labelsize=TICK_PT)
+    ax.grid(True, axis="x", alpha=0.3)
+    _legend(figure, names, groups)
+    main_rows = drawn[drawn["statistic"] == main]
+    faster = int((main_rows["ratio"] < 1).sum())
+    slower = int((main_rows["ratio"] > 1).sum())
+    significant = int((main_rows["mark"] == MARK_SIGNIFICANT).sum())
+    total = main_rows["case"].nunique()
+    more = f"; the {len(shown)} drawn first" if total > len(shown) else ""
+    title = (
+        f"{total} cases against the baseline {names.label(baseline)}: faster in {faster}, slower in {slower} "
+        f"case–group pairs ({significant} significant){more}"
+    )
+    caption = (
+        f"Markers: the {main} of the rounds; "
+        + (f"bars from 1: the {' and '.join(other)}. " if other else "")
+        + "Cases matched by their full test name; ordered as the compare table orders them. "
+        + names.caption()
+    )
+    return finish(figure, title, caption)
+
+
+def _short_case(name: str, most: int = 48) -> str:
+    """A case's full test name, cut from the left (the test and its parameters are at the right)."""
+    return name if len(name) <= most else "…" + name[-(most - 1) :]

@@ -1,0 +1,104 @@
+"""Every family's fits and predictions for one frame, computed once.
+
+The report, the figures, the machine table and the terminal summary all read one ``Fits``: fitting is the
+slow part of analysis (bootstrap intervals over thousands of points when runs are pooled), and figures
+fitted twice could disagree with the table beside them. ``fit_all`` is the only caller of the families'
+fitting functions outside their own modules.
+
+Each machine (or compared group) is fitted on its own rows with its own seeded generator, so the machines
+are fitted side by side in threads, one per usable CPU: the bootstrap's array work and random draws run
+outside Python's global interpreter lock, and the results are those of fitting them one after another.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+import pandas as pd
+
+from analysis.decode import decode_table
+from analysis.host import HOST_COLUMNS, fit_host, predict_many_vs_one
+from analysis.launch import CUDA_CASES, FIT_COLUMNS, decode_with_measured, fit_launch, predict_spin
+
+#: The cases whose raw samples a fit or a compared figure reads: the numpy call sizes (the CPU law's
+#: intervals and differences), the host bandwidths and every GPU launch case. The other cases' samples
+#: (many vs one, decode steps, per-op costs) feed no figure of ``fit_all`` or ``analysis.compare``.
+SAMPLED_CASES = frozenset({"ufunc_size", "host_bandwidth", *CUDA_CASES})
+
+
+def uses_samples(bench: Mapping) -> bool:
+    """Whether a saved benchmark's raw samples feed a fit or a compared figure (``SAMPLED_CASES``): the
+    predicate that lets ``analysis.load.load_runs`` parse only those."""
+    extra = bench.get("extra_info")
+    return isinstance(extra, Mapping) and extra.get("case") in SAMPLED_CASES
+
+
+@dataclass(frozen=True)
+class Fits:
+    """Every family's fitted and predicted tables for one frame (each empty when its cases are absent).
+
+    ``host``: ``analysis.host.fit_host``; ``many_vs_one``: ``analysis.host.predict_many_vs_one``;
+    ``launch``: ``analysis.launch.fit_launch``; ``spin``: ``analysis.launch.predict_spin``;
+    ``decode_demo``: ``analysis.launch.decode_with_measured`` (the seed's demo 2 with measured launch costs);
+    ``decode_steps``: ``analysis.decode.decode_table`` (measured decode steps against their bounds).
+    """
+
+    host: pd.DataFrame
+    many_vs_one: pd.DataFrame
+    launch: pd.DataFrame
+    spin: pd.DataFrame
+    decode_demo: pd.DataFrame
+    decode_steps: pd.DataFrame
+
+
+def has_cases(frame: pd.DataFrame, cases: tuple[str, ...], device: str | None = None) -> bool:
+    """Whether ``frame`` holds any of ``cases`` (measured on ``device``, when given)."""
+    if frame.empty or "case" not in frame or "device" not in frame:
+        return False
+    rows = frame["case"].isin(cases)
+    if device is not None:
+        rows &= frame["device"] == device
+    return bool(rows.any())
+
+
+def fit_all(frame: pd.DataFrame, predictions: bool = True) -> Fits:
+    """Fit every family present in ``frame`` once, so the table, the figures, the report and the summary
+    agree; the decode steps are predicted from these same host and launch fits. ``predictions``: False
+    leaves the predicted tables (many vs one, spin, the decode steps and demo) empty, for a caller that
+    shows the fitted figures only (``python -m analysis compare``)."""
+    empty = pd.DataFrame()
+    host = _per_machine(fit_host, frame, HOST_COLUMNS)
+    launch = (
+        _per_machine(fit_launch, frame, FIT_COLUMNS)
+        if has_cases(frame, CUDA_CASES, "cuda")
+        else pd.DataFrame(columns=list(FIT_COLUMNS))
+    )
+    if not predictions:
+        return Fits(host, empty, launch, empty, empty, empty)
+    return Fits(
+        host=host,
+        many_vs_one=predict_many_vs_one(frame, host) if not host.empty else empty,
+        launch=launch,
+        spin=predict_spin(frame, launch) if not launch.empty else empty,
+        decode_demo=decode_with_measured(launch) if not launch.empty else empty,
+        decode_steps=decode_table(frame, host, launch),
+    )
+
+
+def _per_machine(
+    fit: Callable[[pd.DataFrame], pd.DataFrame], frame: pd.DataFrame, columns: tuple[str, ...]
+) -> pd.DataFrame:
+    """``fit(frame)``, fitted machine by machine side by side (see the module docstring): the same rows, in
+    the same order (by machine id), as one call."""
+    if frame.empty or "machine_id" not in frame:
+        return fit(frame)
+    machines = [rows for _, rows in frame.groupby("machine_id", sort=True)]
+    workers = min(len(machines), len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1)
+    if workers < 2:
+        return fit(frame)
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        parts = [part for part in pool.map(fit, machines) if not part.empty]
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=list(columns))

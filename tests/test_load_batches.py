@@ -1,0 +1,105 @@
+"""analysis.load's fast paths give what the plain ones give: the frame built from batches of files (rows sent
+as one array or list per column, in worker processes from ``PARALLEL_MIN_FILES`` files on) equals the frame
+of one dict per row, value for value and dtype for dtype; raw samples parsed only for the cases a predicate
+picks are those of a full parse; orjson and json read a run alike."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import analysis.load as load
+from analysis.fits import SAMPLED_CASES, uses_samples
+from analysis.load import PARALLEL_MIN_FILES, SUITE, load_runs
+
+DATA = Path(__file__).parent / "data"
+RUNS = sorted(DATA.glob("cpu-*.json"))
+
+
+def _same(x: object, y: object) -> bool:
+    if x is None or y is None:
+        return x is None and y is None
+    if isinstance(x, float) and isinstance(y, float) and math.isnan(x) and math.isnan(y):
+        return True
+    if isinstance(x, np.ndarray) or isinstance(y, np.ndarray):
+        return isinstance(x, np.ndarray) and isinstance(y, np.ndarray) and np.array_equal(x, y)
+    return type(x) is type(y) and x == y
+
+
+@pytest.fixture(scope="module")
+def many_runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The real runs, copied round-robin into more files than ``PARALLEL_MIN_FILES`` (so that workers read
+    them in batches), each a machine of its own; some copies carry an ``extra_info`` key no other case has
+    (a column that is missing in most rows, text in some, numbers in others) and some lack their samples."""
+    folder = tmp_path_factory.mktemp("many")
+    docs = [json.loads(path.read_text(encoding="utf-8")) for path in RUNS]
+    for index in range(PARALLEL_MIN_FILES + 5):
+        doc = json.loads(json.dumps(docs[index % len(docs)]))
+        doc["machine_info"][SUITE]["host"] = f"host-{index % 7}"
+        bench = doc["benchmarks"][index % len(doc["benchmarks"])]
+        if index % 5 == 1:
+            bench["extra_info"]["note"] = f"text {index}"
+        elif index % 5 == 3:
+            bench["extra_info"]["note"] = index
+        if index % 4 == 2:
+            for case in doc["benchmarks"]:
+                case["stats"].pop("data", None)
+        (folder / f"{index:04d}.json").write_text(json.dumps(doc, indent=4), encoding="utf-8")
+    return folder
+
+
+@pytest.mark.parametrize("samples", [True, False])
+def test_batched_frame_equals_the_frame_of_one_dict_per_row(many_runs: Path, samples: bool) -> None:
+    files = sorted(many_runs.glob("*.json"))
+    rows = [row for path in files for row in load._read_file(path, samples)[0]]
+    expected = load._frame(rows)
+    frame = load_runs([many_runs], samples=samples).frame
+    assert list(frame.columns) == list(expected.columns)
+    assert "note" in frame.columns
+    for column in expected.columns:
+        assert frame[column].dtype == expected[column].dtype, column
+        wrong = [(a, b) for a, b in zip(frame[column], expected[column], strict=True) if not _same(a, b)]
+        assert not wrong, (column, wrong[:3])
+
+
+def test_samples_of_the_picked_cases_only(many_runs: Path) -> None:
+    full = load_runs([many_runs], samples=True).frame
+    picked = load_runs([many_runs], samples=uses_samples).frame
+    assert len(full) == len(picked)
+    sampled = 0
+    for case, every, some in zip(full["case"], full["data"], picked["data"], strict=True):
+        if case in SAMPLED_CASES:
+            assert _same(every, some)
+            sampled += every is not None
+        else:
+            assert some is None
+    assert sampled > 100
+
+
+def test_orjson_and_json_read_a_run_alike() -> None:
+    raw = RUNS[0].read_bytes()
+    assert load._parsed(RUNS[0], samples=True) == json.loads(raw)
+    cut = json.loads(raw)
+    for bench in cut["benchmarks"]:
+        bench["stats"]["data"] = None
+    assert load._parsed(RUNS[0], samples=False) == cut
+
+
+def test_what_orjson_refuses_json_reads_or_words(tmp_path: Path) -> None:
+    doc = json.loads(RUNS[0].read_text(encoding="utf-8"))
+    doc["benchmarks"][0]["stats"]["stddev"] = math.nan  # json writes NaN, which is not JSON
+    nan = _written(tmp_path / "nan.json", json.dumps(doc).encode())
+    assert math.isnan(load._parsed(nan, samples=False)["benchmarks"][0]["stats"]["stddev"])
+    bom = _written(tmp_path / "bom.json", b"\xef\xbb\xbf" + RUNS[0].read_bytes())  # a byte-order mark
+    assert load._parsed(bom, samples=True) == json.loads(RUNS[0].read_bytes())
+    problem = load.read_run(_written(tmp_path / "cut.json", b'{"benchmarks": [1, 2'), samples=False)
+    assert problem.endswith("ends early (truncated?): Expecting ',' delimiter at line 1 column 21")
+
+
+def _written(path: Path, raw: bytes) -> Path:
+    path.write_bytes(raw)
+    return path
