@@ -49,6 +49,8 @@ POINT_KEYS = (
     "n_kernels",
     "n_calls",
     "kernel_ns",
+    "layer",
+    "n_args",
     "plan",
     "config",
     "batch",
@@ -389,6 +391,7 @@ class Anchor:
     pick: str = "largest"
     op: str | None = None
     mode: str | None = None
+    layer: str | None = None
     within: str | None = None
     as_rate: bool = False
 
@@ -499,6 +502,33 @@ LAUNCH_FIGURES = (
     _launch_spec(
         "knee_s", "knee kernel duration", None, "not judged: fitted over a sweep of kernel durations"
     ),
+    _launch_spec(
+        "ladder_cupy_s",
+        "RawKernel launch, 0 arguments",
+        Anchor("launch_args", "n_args", "smallest", layer="cupy"),
+    ),
+    _launch_spec(
+        "ladder_cupy_per_arg_s", "RawKernel cost per argument", Anchor("launch_args", "n_args", layer="cupy")
+    ),
+    _launch_spec(
+        "ladder_driver_s",
+        "cuLaunchKernel, 0 arguments",
+        Anchor("launch_args", "n_args", "smallest", layer="driver"),
+    ),
+    _launch_spec(
+        "ladder_driver_per_arg_s",
+        "cuLaunchKernel cost per argument",
+        Anchor("launch_args", "n_args", layer="driver"),
+    ),
+    _launch_spec(
+        "ladder_graph_s", "graph node, 0 arguments", None, "not judged: CUDA-event medians, no raw samples"
+    ),
+    _launch_spec(
+        "ladder_graph_per_arg_s",
+        "graph node cost per argument",
+        None,
+        "not judged: CUDA-event medians, no raw samples",
+    ),
 )
 
 
@@ -533,6 +563,12 @@ SHORT_NAMES = {
     "gpu_gap_s": "GPU gap",
     "sync_s": "sync idle",
     "knee_s": "knee",
+    "ladder_cupy_s": "RawKernel",
+    "ladder_cupy_per_arg_s": "RawK./arg",
+    "ladder_driver_s": "driver",
+    "ladder_driver_per_arg_s": "driver/arg",
+    "ladder_graph_s": "node",
+    "ladder_graph_per_arg_s": "node/arg",
 }
 
 FIGURE_TABLE_COLUMNS = (
@@ -567,7 +603,7 @@ class _Points:
         if len(parts) < len(groups):
             return pd.DataFrame(columns=["machine_id", "data"])
         rows = pd.concat(parts)
-        for key, value in (("op", anchor.op), ("mode", anchor.mode)):
+        for key, value in (("op", anchor.op), ("mode", anchor.mode), ("layer", anchor.layer)):
             if value is not None and key in rows:
                 rows = rows[rows[key] == value]
         if anchor.size is None or rows.empty:
@@ -595,6 +631,7 @@ def _point_text(rows: pd.DataFrame, as_rate: bool) -> str:
     row = rows.iloc[0]
     parts = [str(row["case"])]
     keys = ("op", "variant", "mode") if as_rate else ("op", "n", "pieces", "variant", "mode", "n_kernels")
+    keys += ("layer", "n_args")
     for key in (*keys, "kernel_ns"):
         value = row.get(key)
         if value is not None and not (isinstance(value, float) and math.isnan(value)):

@@ -18,7 +18,9 @@ Rows of ``case == "decode_step"`` (``benchmarks/test_decode_step.py``). For each
   are held against the best-case step, never against its median (on a shared machine a median absorbs
   other programs' work, which no model here holds; the run record says when a machine was busy).
 - GPU (CuPy): work = ``model.roofline.decode_step`` of the step's configuration on the GPU's spec
-  (``model.hardware.spec_for_device_name``), the seed's roofline at the datasheet bandwidth; and beside it a
+  (``model.hardware.resolve_gpu_spec``: the datasheet entry, a MIG slice's share of it, or a spec derived
+  from the device attributes the run recorded; ``spec_from`` says which, or why there is none), the seed's
+  roofline at the spec's bandwidth, in FP16 as the step runs; and beside it a
   calibrated roofline, the same step at the bandwidth the largest matrix-vector shape achieved in the same
   run (event-timed, ``matvec_table``): HBM streams below its datasheet rate, so the datasheet bound alone
   puts every real step above it. Per-launch cost from ``analysis.launch.fit_launch`` of the same run: the
@@ -51,7 +53,7 @@ import pandas as pd
 from analysis import ops
 from analysis.host import BANDWIDTH_OPS, fit_host
 from analysis.launch import fit_launch, fitted, ladder_cost_s, usable_cost
-from model.hardware import spec_for_device_name
+from model.hardware import resolve_gpu_spec
 from model.launch import compose, compose_graph
 from model.llm import MODELS
 from model.roofline import decode_step
@@ -98,6 +100,7 @@ DECODE_COLUMNS = (
     "op_model_s",  # CPU: the per-op model, (bytes − KV) / bandwidth + attention_s + op_calls_s, s
     "unpriced_ops",  # CPU: ops of the call list without a measured cost (the per-op model is NaN then)
     "floor_s",  # CPU: the overhead floor, the same call list where data costs nothing, s
+    "spec_from",  # GPU: the roofline spec and where it came from (datasheet, MIG share, derived), or why none
 )
 
 #: Columns of ``matvec_table``'s frame: the GPU matrix-vector kernel alone, per machine and shape.
@@ -344,19 +347,25 @@ def _gpu_prediction(
     machine (``_launch_costs``: eager or graph, as the row's mode)."""
     recorded_spec = pd.to_numeric(pd.Series([first["spec_bytes_per_s"]]), errors="coerce").iloc[0]
     result: dict[str, object] = {"reference_bytes_per_s": float(recorded_spec)}
-    gpu_name = first["gpu_name"]
-    spec = spec_for_device_name(gpu_name) if isinstance(gpu_name, str) else None
+    attributes = first.get("gpu_attributes")
+    lookup = resolve_gpu_spec(first["gpu_name"], dict(attributes) if isinstance(attributes, tuple) else None)
+    spec = lookup.spec
+    result["spec_from"] = f"{spec.name} ({lookup.source})" if spec is not None else lookup.reason
     cfg = MODELS.get(str(row["config"]))
     if spec is None or cfg is None:
         return result
     batch, ctx = int(row["batch"]), int(row["ctx"])
-    work_s = decode_step(cfg, spec, batch, ctx).t_step
+    try:  # the GPU step stores and computes in FP16 (benchmarks/decode_cuda.py)
+        work_s = decode_step(cfg, spec, batch, ctx, dtype="fp16").t_step
+    except ValueError as error:  # a context past the model's window, a GPU without an FP16 rate
+        result["spec_from"] = f"{spec.name} ({lookup.source}), no roofline: {error}"
+        return result
     result.update(work_s=work_s, reference_bytes_per_s=spec.mem_bytes_per_s)
     if calibrated_bytes_per_s is not None:
         calibrated_spec = dataclasses.replace(spec, mem_bytes_per_s=calibrated_bytes_per_s)
         result.update(
             calibrated_bytes_per_s=calibrated_bytes_per_s,
-            calibrated_work_s=decode_step(cfg, calibrated_spec, batch, ctx).t_step,
+            calibrated_work_s=decode_step(cfg, calibrated_spec, batch, ctx, dtype="fp16").t_step,
         )
     costs = _launch_costs(row, first, launch_fits)
     if costs is None:
@@ -458,10 +467,11 @@ def where_calibrated(row: object) -> str:
 def _device_lines(device: str, rows: pd.DataFrame) -> list[str]:
     """One table per device: the measured step beside its bounds and bandwidth."""
     first = rows.iloc[0]
+    spec_from = first["spec_from"] if isinstance(first["spec_from"], str) else "no GPU name recorded"
     head = (
         f"  GPU, {first['config']}, batch {int(first['batch'])}, ctx {fmt_count(first['ctx'])} "
-        "(work: roofline at the datasheet bandwidth; per op: the launch-cost ladder at the step's "
-        "arguments per kernel where measured, else the 0-argument launch or graph-node slope)"
+        f"(work: the roofline on {spec_from}; per op: the launch-cost ladder at the step's arguments per "
+        "kernel where measured, else the 0-argument launch or graph-node slope)"
     )
     n_ops, reference = "kernels", "of spec"
     cells = []
@@ -488,7 +498,9 @@ def _device_lines(device: str, rows: pd.DataFrame) -> list[str]:
     lines = [head, *(f"    {line}" for line in format_table(headers, cells).splitlines())]
     if device == "cuda":
         lines.extend(_calibrated_lines(rows))
-    if rows["serial_s"].isna().any():
+    if rows["work_s"].isna().any():
+        lines.append(f"    no roofline: {spec_from}")
+    elif rows["serial_s"].isna().any():
         lines.append(
             "    no prediction: the per-op cost and bandwidth come from the launch suite "
             "(test_cuda_launch.py) of the same machine"

@@ -58,6 +58,7 @@ from analysis.facts import fact_text
 from analysis.schema import RUN_RECORD_KEY as RUN_RECORD_KEY  # the data contract's keys, re-exported
 from analysis.schema import SUITE, CheckedRun, check_run, printable
 from analysis.signals import held, release
+from model.hardware import ATTRIBUTE_KEYS
 
 #: pytest-benchmark statistics kept as columns; all are seconds per iteration except rounds/iterations/ops.
 STAT_COLUMNS = ("min", "max", "mean", "stddev", "median", "iqr", "q1", "q3", "ops", "rounds", "iterations")
@@ -152,7 +153,8 @@ GPU_UNREADABLE = "GPU unreadable"
 
 def machine_identity(machine_info: Mapping) -> dict[str, object]:
     """Return host, OS, CPU model, GPU name, the ``machine_id`` they compose, and the facts that tell one
-    machine from another (logical CPUs, the machine id the run stored) and its cache sizes.
+    machine from another (logical CPUs, the machine id the run stored), its cache sizes and the GPU's
+    recorded attributes (``gpu_attributes``: (key, value) pairs of ``model.hardware.ATTRIBUTE_KEYS``).
 
     ``machine_id`` is always composed from the facts, "host / OS / CPU model / GPU name or 'no GPU'" (as
     ``benchmarks.provenance.machine_id`` composes it when saving), never taken as stored: ids stored before
@@ -174,6 +176,12 @@ def machine_identity(machine_info: Mapping) -> dict[str, object]:
     gpu = ours.get("gpu")
     gpu_name = _text(gpu.get("name")) if isinstance(gpu, Mapping) else None
     gpu_label = gpu_name or (GPU_UNREADABLE if isinstance(gpu, Mapping) else "no GPU")
+    # The device's recorded attributes, for a roofline spec where the name is not in the datasheet table.
+    gpu_attributes = (
+        tuple((key, gpu[key]) for key in ATTRIBUTE_KEYS if _scalar(gpu.get(key)))
+        if isinstance(gpu, Mapping)
+        else ()
+    )
     logical = ours.get("logical_cpus", cpu_info.get("count"))
     # Cache sizes (bytes, None when unknown) tell analysis which sizes were served from cache or DRAM.
     return {
@@ -182,6 +190,7 @@ def machine_identity(machine_info: Mapping) -> dict[str, object]:
         "system": system,
         "cpu_model": cpu_model,
         "gpu_name": gpu_name,
+        "gpu_attributes": gpu_attributes,
         "logical_cpus": logical if isinstance(logical, int) and not isinstance(logical, bool) else None,
         "stored_machine_id": _text(ours.get("machine_id")),
         "llc_bytes": ours.get("llc_bytes"),
@@ -661,6 +670,11 @@ def _mapping(value: object) -> Mapping:
     return value if isinstance(value, Mapping) else {}
 
 
+def _scalar(value: object) -> bool:
+    """Whether ``value`` is a number or text (a recorded device attribute; None and odd types are not)."""
+    return isinstance(value, (int, float, str)) and not isinstance(value, bool)
+
+
 def _text(value: object) -> str | None:
     """``value`` when it is non-empty text, else None."""
     return value if isinstance(value, str) and value else None
@@ -771,6 +785,7 @@ _RESERVED_COLUMNS = frozenset(BASE_COLUMNS) | {
     "system",
     "cpu_model",
     "gpu_name",
+    "gpu_attributes",
     "llc_bytes",
     "core_cache_bytes",
 }

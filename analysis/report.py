@@ -272,9 +272,11 @@ def _decode_lines(fits: Fits, figures: dict[str, str]) -> list[str]:
         "## Decode step: measured vs predicted",
         "",
         "One token per step. Predicted: bytes at the reference bandwidth (GPU: the roofline step on its "
-        "spec; CPU: the best measured host bandwidth, copy, triad or read) plus the per-call or per-launch "
-        "cost fitted in the same run, overlapped and serial. Where: between the bounds, 0 = at the "
-        "overlapped one and 1 = at the serial one; outside them, the ratio to the nearer bound.",
+        "spec, the datasheet's, a MIG slice's share or one derived from the device's attributes, as the "
+        "spec column says; CPU: the best measured host bandwidth, copy, triad or read) plus the per-call "
+        "or per-launch cost fitted in the same run, overlapped and serial. Where: between the bounds, "
+        "0 = at the overlapped one and 1 = at the serial one; outside them, the ratio to the nearer bound. "
+        "Statistic: the step's, as its column says (CPU: fastest round; GPU: median).",
         "",
     ]
     rows = []
@@ -288,11 +290,13 @@ def _decode_lines(fits: Fits, figures: dict[str, str]) -> list[str]:
                 "" if pd.isna(row.mode) else str(row.mode),
                 fmt_count(row.ops_per_step),
                 fmt_time(row.measured_s),
+                str(row.statistic),
                 _maybe(row.overlapped_s, fmt_time),
                 _maybe(row.serial_s, fmt_time),
                 where(row),
                 fmt_rate(row.achieved_bytes_per_s),
                 _maybe(row.bandwidth_fraction, fmt_percent),
+                row.spec_from if isinstance(row.spec_from, str) else "",
             ]
         )
     header = [
@@ -303,11 +307,13 @@ def _decode_lines(fits: Fits, figures: dict[str, str]) -> list[str]:
         "mode",
         "calls or kernels",
         "measured step",
+        "statistic",
         "overlapped",
         "serial",
         "where",
         "achieved",
         "of reference bandwidth",
+        "spec",
     ]
     lines += [*markdown_table(header, rows), ""]
     lines += _figure_link(figures, "decode_bands", "Decode steps against their predicted bands")
@@ -384,8 +390,8 @@ def _write_report(selection: Selection, out_dir: Path, baseline: str | None) -> 
     lines += [
         f"{len(result.files_used)} saved run file(s), {machines} machine(s), {len(frame)} measured cases. "
         "Times are per timed call; each table names its statistic: the CPU figures (t0, per-element costs, "
-        "bandwidths, many vs one) come from each case's fastest round (min), the GPU launch fits and the "
-        "decode steps from the median of the rounds.",
+        "bandwidths, many vs one, the decode step) come from each case's fastest round (min), the GPU "
+        "launch fits and the GPU decode steps from the median of the rounds.",
         "",
         "## Runs",
         "",

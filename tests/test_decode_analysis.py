@@ -310,7 +310,7 @@ def test_calibrated_roofline_beside_the_datasheet_one() -> None:
     assert pd.isna(_row(table, "fused", "cpu")["calibrated_work_s"])
     text = "\n".join(summary_section(frame))
     assert "against the calibrated roofline" in text and "4.10 TB/s" in text
-    assert "work: roofline at the datasheet bandwidth" in text
+    assert f"work: the roofline on {H200.name} (datasheet)" in text
 
 
 def test_a_run_without_matvec_has_no_calibrated_roofline() -> None:
@@ -456,3 +456,54 @@ def test_a_saved_call_list_loads_as_a_mapping_and_unmeasured_ops_are_named(tmp_p
     assert any(
         "no measured cost for np.add(1d, 1d, out=1d)" in line for line in summary_section(loaded.frame)
     )
+
+
+# A GPU the datasheet table does not hold, with the attributes an RTX 4090 reports (model.hardware's derive
+# docstring): 10,501 MHz × 384 bits → 1,008 GB/s.
+UNLISTED_ATTRIBUTES = (
+    ("memory_clock_hz", 10_501_000_000),
+    ("memory_bus_width_bits", 384),
+    ("sm_count", 128),
+    ("sm_clock_rate_hz", 2_520_000_000),
+    ("compute_capability", "8.9"),
+    ("memory_bytes", 25_757_220_864),
+)
+
+
+@pytest.mark.parametrize(
+    ("gpu_name", "attributes", "expected_bytes_per_s", "spec_from"),
+    [
+        ("NVIDIA Future GPU", UNLISTED_ATTRIBUTES, 10_501e6 * 384 / 8 * 2, "derived from device attributes"),
+        ("NVIDIA H200 MIG 3g.71gb", (), H200.mem_bytes_per_s * 4 / 8, "MIG slice"),
+        ("NVIDIA Future GPU", (), math.nan, "not in the datasheet table and no device attributes"),
+    ],
+)
+def test_gpu_spec_for_devices_outside_the_table(
+    gpu_name: str, attributes: tuple, expected_bytes_per_s: float, spec_from: str
+) -> None:
+    """A GPU outside the datasheet table gets the roofline of the spec its recorded attributes give, a MIG
+    slice its share of the whole GPU; one without either keeps its measurement, NaN bounds and the reason."""
+    step = _gpu_step(UNFUSED, "eager", 1.5e-3) | {"gpu_name": gpu_name, "gpu_attributes": attributes}
+    table = decode_table(pd.DataFrame([step]), host_fits=_host_fits(), launch_fits=_launch_fits())
+    row = _row(table, "unfused", "cuda")
+    assert spec_from in row["spec_from"]
+    assert row["measured_s"] == pytest.approx(1.5e-3)
+    text = "\n".join(summary_section(pd.DataFrame([step])))
+    if math.isnan(expected_bytes_per_s):
+        assert math.isnan(row["work_s"]) and math.isnan(row["serial_s"])
+        assert f"no roofline: GPU {gpu_name!r} is not in the datasheet table" in text
+        return
+    assert f"work: the roofline on {row['spec_from']}" in text
+    assert row["reference_bytes_per_s"] == pytest.approx(expected_bytes_per_s)
+    assert row["work_s"] == pytest.approx(STEP_BYTES / expected_bytes_per_s)
+    assert row["serial_s"] > row["work_s"]
+
+
+def test_the_loader_carries_the_gpu_attributes(tmp_path: Path) -> None:
+    """``gpu_attributes`` in the loaded frame are the recorded ``ATTRIBUTE_KEYS``; odd values are left out."""
+    from analysis.load import machine_identity
+
+    gpu = dict(UNLISTED_ATTRIBUTES) | {"name": "NVIDIA Future GPU", "sm_count": [128], "pci_bus_id": "0:1"}
+    identity = machine_identity({"launchbench": {"gpu": gpu}})
+    assert dict(identity["gpu_attributes"]) == dict(UNLISTED_ATTRIBUTES[:2] + UNLISTED_ATTRIBUTES[3:])
+    assert machine_identity({"launchbench": {"gpu": None}})["gpu_attributes"] == ()

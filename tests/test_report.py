@@ -260,6 +260,8 @@ def test_decode_section_of_a_real_cpu_decode_run(tmp_path: Path) -> None:
     assert not steps.empty
     for row in steps.itertuples(index=False):
         # The row the report prints is the decode table's, bounds and all.
-        cells = f"| {fmt_time(row.measured_s)} | {fmt_time(row.overlapped_s)} | {fmt_time(row.serial_s)} |"
+        cells = (
+            f"| {fmt_time(row.measured_s)} | min | {fmt_time(row.overlapped_s)} | {fmt_time(row.serial_s)} |"
+        )
         assert cells in text
         assert row.overlapped_s <= row.serial_s
