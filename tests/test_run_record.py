@@ -251,6 +251,9 @@ def test_an_interrupted_run_is_saved_and_marked(tmp_path: Path, signum: int, by:
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
+        # A shell starts background jobs with SIGINT ignored, and Python then installs no KeyboardInterrupt
+        # handler: give the child the default disposition, as a terminal's pytest has.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     lines = []
     try:
