@@ -73,6 +73,9 @@ def start(fleet: Path, out: Path) -> tuple[subprocess.Popen, list[int]]:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         start_new_session=True,  # its own process group, as a shell gives a command: Ctrl-C goes to all
+        # A shell starts background jobs with SIGINT ignored, which Python then keeps: give the command the
+        # default disposition, as a terminal does, whichever way these tests were started.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and process.poll() is None:
