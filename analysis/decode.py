@@ -357,7 +357,7 @@ def _gpu_prediction(
     batch, ctx = int(row["batch"]), int(row["ctx"])
     try:  # the GPU step stores and computes in FP16 (benchmarks/decode_cuda.py)
         work_s = decode_step(cfg, spec, batch, ctx, dtype="fp16").t_step
-    except ValueError as error:  # a context past the model's window, a GPU without an FP16 rate
+    except ValueError as error:  # a context past the model's max_position_embeddings
         result["spec_from"] = f"{spec.name} ({lookup.source}), no roofline: {error}"
         return result
     result.update(work_s=work_s, reference_bytes_per_s=spec.mem_bytes_per_s)

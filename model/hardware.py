@@ -422,18 +422,9 @@ def mig_spec(
 def spec_for_device_name(device_name: str) -> GPUSpec | None:
     """Return the spec of a CUDA device by the name the runtime reports ("NVIDIA H200"); a MIG slice ("NVIDIA
     H100 80GB HBM3 MIG 1g.10gb") gets its base GPU's spec scaled to the slice (``mig_spec``), never the whole
-    GPU's. None if the name (or a MIG slice's base name) is unknown or the profile does not fit it."""
-    key = _normalised(device_name)
-    mig = _MIG_NAME.match(key)
-    if mig is None:
-        return _DEVICE_NAMES.get(key)
-    base = _DEVICE_NAMES.get(mig["base"])
-    if base is None:
-        return None
-    try:
-        return mig_spec(base, key[mig.end("base") :].strip().removeprefix("mig").strip())
-    except ValueError:
-        return None
+    GPU's. None if the name (or a MIG slice's base name) is unknown or the profile does not fit it: the
+    name alone, without the device attributes ``resolve_gpu_spec`` also reads."""
+    return resolve_gpu_spec(device_name).spec
 
 
 # --- Specs derived from the device's attributes ------------------------------------------------------------
