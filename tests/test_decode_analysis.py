@@ -507,3 +507,15 @@ def test_the_loader_carries_the_gpu_attributes(tmp_path: Path) -> None:
     identity = machine_identity({"launchbench": {"gpu": gpu}})
     assert dict(identity["gpu_attributes"]) == dict(UNLISTED_ATTRIBUTES[:2] + UNLISTED_ATTRIBUTES[3:])
     assert machine_identity({"launchbench": {"gpu": None}})["gpu_attributes"] == ()
+
+
+def test_a_step_past_the_models_context_has_no_roofline_and_says_why() -> None:
+    step = _gpu_step(UNFUSED, "eager", 1.5e-3) | {"ctx": LLAMA32_1B.max_position_embeddings + 1}
+    row = _row(
+        decode_table(pd.DataFrame([step]), host_fits=_host_fits(), launch_fits=_launch_fits()),
+        "unfused",
+        "cuda",
+    )
+    assert math.isnan(row["work_s"]) and row["measured_s"] == pytest.approx(1.5e-3)
+    assert row["spec_from"].startswith(f"{H200.name} (datasheet), no roofline: ")
+    assert "exceeds Llama-3.2-1B's max_position_embeddings" in row["spec_from"]
