@@ -84,7 +84,7 @@ DECODE_COLUMNS = (
     "position",  # (measured − overlapped) / (serial − overlapped)
     "within_bounds",
     "achieved_bytes_per_s",  # bytes / measured_s
-    "reference_bytes_per_s",  # GPU: datasheet bandwidth; CPU: best measured host bandwidth
+    "reference_bytes_per_s",  # GPU: the spec's bandwidth (spec_from); CPU: best measured host bandwidth
     "bandwidth_fraction",  # achieved / reference
     "runs",  # rows (saved runs) the measurement is the median of
     "per_op_from",  # GPU: which fit gave per_op_s (the ladder at the step's arguments, or a 0-argument slope)
