@@ -24,10 +24,8 @@ from analysis.figures.style import (
     TICK_PT,
     Machines,
     finish,
-    log_axis,
-    max_ticks,
     new_figure,
-    ratio_tick,
+    ratio_axis,
     side_legend,
 )
 from model.units import fmt_count
@@ -62,17 +60,7 @@ def decode_bands(steps: pd.DataFrame) -> Figure | None:
         ax.set_yticks(np.arange(len(rows)), names, fontsize=TICK_PT)
         ax.set_ylim(len(rows) - 0.5, -0.5)
         statistic = " / ".join(dict.fromkeys(str(s) for s in rows["statistic"]))
-        log_axis(
-            ax,
-            "x",
-            ratios,
-            ratio_tick,
-            f"time ÷ the step's overlapped bound (measured: {_statistic(statistic)})",
-            max_ticks(5.5, 1.8),
-            include=[1.0],
-        )
-        ax.tick_params(axis="x", labelsize=TICK_PT)
-        ax.grid(True, axis="x", alpha=0.3)
+        ratio_axis(ax, ratios, f"time ÷ the step's overlapped bound (measured: {_statistic(statistic)})")
         ax.set_title(_DEVICES[device], fontsize=SMALL_PT)
     side_legend(figure, *_legend(steps, machines))
     return finish(figure, _title(steps, devices), _caption(steps, machines))

@@ -25,10 +25,8 @@ from analysis.figures.style import (
     Machines,
     direct_label,
     finish,
-    log_axis,
-    max_ticks,
     panels,
-    ratio_tick,
+    ratio_axis,
     side_legend,
 )
 
@@ -91,17 +89,9 @@ def machines(table: pd.DataFrame) -> Figure | None:
     ax.set_ylim(len(figures) - 0.5, -0.5)
     for position in range(len(figures) - 1):
         ax.axhline(position + 0.5, color="0.9", linewidth=0.8, zorder=0)
-    log_axis(
-        ax,
-        "x",
-        drawn["oriented"],
-        ratio_tick,
-        "against the baseline, > 1 = this machine faster (times) or more (rates, n½)",
-        max_ticks(5.5, 1.8),
-        include=[1.0],
+    ratio_axis(
+        ax, drawn["oriented"], "against the baseline, > 1 = this machine faster (times) or more (rates, n½)"
     )
-    ax.tick_params(axis="x", labelsize=TICK_PT)
-    ax.grid(True, axis="x", alpha=0.3)
     _legend(figure, names, others_ids)
     caption = (
         f"Baseline: {names.label(baseline)}. Times are drawn as baseline ÷ this machine, rates and n½ as "
@@ -195,17 +185,8 @@ def cases(
     ax.axvline(1.0, color="0.3", linewidth=1, zorder=1)
     ax.set_yticks(range(len(shown)), [_short_case(case) for case in shown], fontsize=TICK_PT)
     ax.set_ylim(len(shown) - 0.5, -0.5)
-    log_axis(
-        ax,
-        "x",
-        1 / drawn["ratio"].astype(float),
-        ratio_tick,
-        f"baseline ÷ this group, {main} time per round: > 1 = faster",
-        max_ticks(5.5, 1.8),
-        include=[1.0],
-    )
-    ax.tick_params(axis="x", labelsize=TICK_PT)
-    ax.grid(True, axis="x", alpha=0.3)
+    faster_label = f"baseline ÷ this group, {main} time per round: > 1 = faster"
+    ratio_axis(ax, 1 / drawn["ratio"].astype(float), faster_label)
     _legend(figure, names, groups)
     main_rows = drawn[drawn["statistic"] == main]
     faster = int((main_rows["ratio"] < 1).sum())

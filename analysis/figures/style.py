@@ -331,6 +331,14 @@ def ratio_tick(value: float) -> str:
     return f"{value:.3g}×"
 
 
+def ratio_axis(ax: Axes, ratios: object, label: str) -> None:
+    """The x axis of a figure of ratios to a reference (decode steps to their bound, groups to a baseline):
+    logarithmic, with 1× among its ticks and a vertical grid line at each tick."""
+    log_axis(ax, "x", ratios, ratio_tick, label, max_ticks(5.5, 1.8), include=[1.0])
+    ax.tick_params(axis="x", labelsize=TICK_PT)
+    ax.grid(True, axis="x", alpha=0.3)
+
+
 def nice_log_ticks(low: float, high: float, max_ticks: int) -> list[float]:
     """Ticks of a log axis from the last "nice" value at or below ``low`` (so the smallest value is read off
     the axis) up to ``high``, and the next nice value above it where that lies within 1.3 × ``high``: the
