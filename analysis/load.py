@@ -178,7 +178,7 @@ def machine_identity(machine_info: Mapping) -> dict[str, object]:
     gpu_label = gpu_name or (GPU_UNREADABLE if isinstance(gpu, Mapping) else "no GPU")
     # The device's recorded attributes, for a roofline spec where the name is not in the datasheet table.
     gpu_attributes = (
-        tuple((key, gpu[key]) for key in ATTRIBUTE_KEYS if _scalar(gpu.get(key)))
+        tuple((key, gpu[key]) for key in ATTRIBUTE_KEYS if _is_attribute_value(gpu.get(key)))
         if isinstance(gpu, Mapping)
         else ()
     )
@@ -670,7 +670,7 @@ def _mapping(value: object) -> Mapping:
     return value if isinstance(value, Mapping) else {}
 
 
-def _scalar(value: object) -> bool:
+def _is_attribute_value(value: object) -> bool:
     """Whether ``value`` is a number or text (a recorded device attribute; None and odd types are not)."""
     return isinstance(value, (int, float, str)) and not isinstance(value, bool)
 
