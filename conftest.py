@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import copy
 import json
-import signal
-from collections.abc import Iterator
+import sys
+from collections.abc import Callable, Iterator
 
 import pytest
 
@@ -26,6 +26,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=False,
         help="launchbench: fewer sizes and rounds (a smoke run; the full run is the one to save and compare)",
     )
+    group.addoption(
+        "--machine",
+        default=None,
+        metavar="NAME",
+        help="launchbench: this machine's name in saved runs (machine_id), set once as asv's machine name; "
+        "default: the LAUNCHBENCH_MACHINE environment variable, else the host name with a fingerprint of "
+        "the installation",
+    )
 
 
 def _benchmarking(config: pytest.Config) -> bool:
@@ -37,10 +45,12 @@ def _benchmarking(config: pytest.Config) -> bool:
 def pytest_sessionstart(session: pytest.Session) -> None:
     """When benchmarks are timed: refuse outputs that cannot be written (before anything is measured),
     start the run record (its first snapshot of the machine's conditions), read the machine's metadata once
-    (so every ``machine_info`` of the session, and of the next session, is the same), and turn SIGTERM into
-    an interrupt so a terminated run still saves what it measured."""
-    from benchmarks.outputs import output_problems
-    from benchmarks.run_record import RunRecord, terminate_as_interrupt
+    (so every ``machine_info`` of the session, and of the next session, is the same), turn SIGTERM and
+    SIGHUP into an interrupt as Ctrl-C is (a second one ignored while the first is handled), so a stopped
+    run still saves what it measured, and make the save itself whole or kept elsewhere
+    (``benchmarks.outputs.guard_saving``: a disk that fills up during the run loses nothing)."""
+    from benchmarks.outputs import guard_saving, output_problems
+    from benchmarks.run_record import RunRecord, stop_as_interrupt
 
     config = session.config
     if not _benchmarking(config):
@@ -61,7 +71,8 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     )
     config._benchmarksession.get_machine_info()  # calls pytest_benchmark_update_machine_info below
     _pass_machine_notes(config)
-    config._launchbench_old_sigterm = terminate_as_interrupt()
+    config._launchbench_old_handlers = stop_as_interrupt(config._launchbench_run)
+    guard_saving(config._benchmarksession, _sayer(config))
 
 
 def pytest_deselected(items: list[pytest.Item]) -> None:
@@ -109,7 +120,7 @@ def pytest_keyboard_interrupt(excinfo: pytest.ExceptionInfo[BaseException]) -> N
 
     config = getattr(pytest, "_launchbench_config", None)
     record = getattr(config, "_launchbench_run", None)
-    if record is not None:
+    if record is not None and record.interrupted_by is None:  # the stop signals' handler names its own
         record.interrupted_by = "SIGTERM" if excinfo.errisinstance(Terminated) else "SIGINT (Ctrl-C)"
 
 
@@ -119,20 +130,24 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    old = getattr(config, "_launchbench_old_sigterm", None)
-    if old is not None:
-        signal.signal(signal.SIGTERM, old)
+    from benchmarks.run_record import restore_handlers
+
+    restore_handlers(getattr(config, "_launchbench_old_handlers", {}))
     if getattr(pytest, "_launchbench_config", None) is config:
         del pytest._launchbench_config
 
 
 @pytest.hookimpl(hookwrapper=True, tryfirst=True)
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> Iterator[None]:
-    """Close the run record before pytest-benchmark saves the run (its own wrapper saves before yielding)."""
+    """Close the run record before pytest-benchmark saves the run (its own wrapper saves before yielding);
+    a run that could not be saved where asked (``benchmarks.outputs.guard_saving``) ends the session with
+    exit status 1 even when every case passed."""
     record = getattr(session.config, "_launchbench_run", None)
     if record is not None:
         record.finish(exitstatus, session.shouldstop or session.shouldfail or None)
     yield
+    if getattr(session.config, "_launchbench_unsaved", False) and session.exitstatus == 0:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 def pytest_benchmark_update_machine_info(config: pytest.Config, machine_info: dict) -> None:
@@ -150,11 +165,25 @@ def pytest_benchmark_update_machine_info(config: pytest.Config, machine_info: di
     volatile = {key: cpu.pop(key) for key in VOLATILE_CPUINFO if key in cpu} if isinstance(cpu, dict) else {}
     if not hasattr(config, "_launchbench_machine"):
         faults: list[str] = []
-        config._launchbench_machine = collect_machine_info(faults)
+        config._launchbench_machine = collect_machine_info(faults, config.getoption("machine"))
         config._launchbench_machine_notes = (volatile, faults)
         _pass_machine_notes(config)
     machine_info["launchbench"] = copy.deepcopy(config._launchbench_machine)
     config._launchbench_machine_info = copy.deepcopy(machine_info)
+
+
+def pytest_benchmark_update_commit_info(config: pytest.Config, commit_info: dict) -> None:
+    """Where the tree has no ``.git`` (the GPU machine's copy of it), the commit measured is the one
+    ``LAUNCHBENCH_COMMIT`` names (``benchmarks.provenance.fill_commit_info``); a value that is not a commit
+    is a fault of the run, never its loss (``.ci/gpu-run`` refuses it before anything runs)."""
+    from benchmarks.provenance import fill_commit_info
+
+    try:
+        fill_commit_info(commit_info)
+    except ValueError as error:
+        record = getattr(config, "_launchbench_run", None)
+        if record is not None:
+            record.faults.append(f"provenance: {error}")
 
 
 def _pass_machine_notes(config: pytest.Config) -> None:
@@ -208,6 +237,21 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         terminalreporter.write_sep("-", "launchbench summary")
         for line in lines:
             terminalreporter.write_line(line)
+
+
+def _sayer(config: pytest.Config) -> Callable[[str], None]:
+    """``guard_saving``'s voice: a function that prints its one line in the terminal (stderr where pytest
+    has none) and marks the session as one whose run was not saved where asked (exit status 1)."""
+
+    def say(line: str) -> None:
+        config._launchbench_unsaved = True
+        reporter = config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.write_line(line, red=True, bold=True)
+        else:
+            sys.stderr.write(line + "\n")
+
+    return say
 
 
 def _summary(config: pytest.Config, session: object) -> list[str]:

@@ -3,11 +3,12 @@
 Usage: ``python .ci/gpu_check.py RUN.json`` from the repository root (``PYTHONPATH=.``). Reads the saved run
 with the standard library first, so what needs no fitting is always checked: the run record (completed,
 nothing failed, unfinished or skipped, no fault), the facts the GPU cases recorded (spin clock at start and
-end, timer tick, queue depth, the decode step's error against its float32 reference), the GPU's conditions
-at start and end (throttling from NVML's violation counters), the stable GPU facts, and every spin case's
-achieved duration against its request and against the timer. Then the fits, through ``analysis`` (the
-terminal summary, and every launch fit with the points it used and set aside); where ``analysis`` cannot be
-imported on this machine (a missing package), one line says so and the rest still counts.
+end with its warm-up and calibration tries, timer tick, queue depth, the decode step's error against its
+float32 reference), the GPU's conditions at start and end (throttling from NVML's violation counters), the
+stable GPU facts, and every spin case's achieved duration against its request and against the timer. Then
+the fits, through ``analysis`` (the terminal summary, and every launch fit with the points it used and set
+aside); where ``analysis`` cannot be imported on this machine (a missing package), one line says so and the
+rest still counts.
 
 Exit status: 0 when nothing failed, 1 otherwise, 2 when the file cannot be read as a run.
 """
@@ -74,6 +75,15 @@ def check_facts(facts: dict[str, Any], cases: list[dict[str, Any]], failures: li
     expected += [f"gpu.decode_reference_error.{case.get('plan')}.{case.get('mode')}" for case in steps]
     failures.extend(f"fact missing: {name}" for name in expected if name not in facts)
     start, end = facts.get("gpu.spin_clock") or {}, facts.get("gpu.spin_clock_end") or {}
+    for name, clock in (("gpu.spin_clock", start), ("gpu.spin_clock_end", end)):
+        warmup, tries = clock.get("warmup"), clock.get("tries")
+        if warmup and tries:
+            spreads = ", ".join(f"{each['spread']:.2%}" for each in tries)
+            print(
+                f"{name}: warmed up for {warmup['ns'] / 1e9:.2f} s "
+                f"({'steady' if warmup['stable'] else 'STILL MOVING'} at the end), {len(tries)} calibration "
+                f"tries (spreads {spreads}), {clock['cycles_per_ns']:.4f} cycles per ns kept"
+            )
     if start.get("cycles_per_ns") and end.get("cycles_per_ns"):
         drift = end["cycles_per_ns"] / start["cycles_per_ns"] - 1
         print(f"SM clock moved by {drift:+.2%} between the start and the end of the launch suite")

@@ -9,15 +9,20 @@ case of any pytest-benchmark suite, whose runs it compares case by case).
 
 ``--out`` is checked before anything is loaded (``analysis.output.check_out``): a folder that can be
 created and written, outside every input's run storage; ``report`` and ``plot`` replace only their own
-files in it. Ctrl-C, SIGTERM and SIGHUP end a command with one line and exit code 128 + the signal's
-number, after the loader's worker processes have ended; a folder ``--out`` created for a command that
-wrote nothing is removed again. The commands import pandas and the rest of ``analysis`` when they run, so
+files in it, and ``plot`` refuses a folder that holds a report (its report.md links the figures there, which
+must stay drawn from the report's own runs).
+
+Ctrl-C, SIGTERM and SIGHUP end a command with one line and exit code 128 + the signal's number, after the
+loader's worker processes have ended; a folder ``--out`` created for a command that wrote nothing is removed
+again. The commands import pandas and the rest of ``analysis`` when they run, so
 that ``--help`` is quick and a Ctrl-C while they load is handled too. Every line goes through
 ``model.units.text_for_stream``, so a terminal that cannot encode µ or × gets "us" and "x".
 
-Unlike runs are never pooled (``analysis.runs``): by default every command uses the complete full runs,
-counts a run saved twice once, and names each run it leaves out (quick, partial) with the flag that
-includes it. ``compare`` prints which runs it used above its table, ``report`` writes it into the report,
+Unlike runs are never pooled (``analysis.runs``): by default every command uses the complete full runs
+(a machine that has quick runs only: those, its id marked "(quick)"), counts a run saved twice once, and
+names each run it leaves out (quick, partial) with the flag that includes it. The baseline of a comparison
+is the group of the earliest run, whatever the order of the paths, unless ``--baseline`` names one.
+``compare`` prints which runs it used above its table, ``report`` writes it into the report,
 ``plot`` prints it on stderr.
 """
 
@@ -36,6 +41,7 @@ from typing import IO, TYPE_CHECKING, NoReturn, TextIO
 
 from analysis.output import FIGURE_FORMATS as FORMATS
 from analysis.output import OutputError, check_out, check_replaceable, remove_created, staging
+from analysis.signals import WorkerLost
 from model.units import text_for_stream
 
 if TYPE_CHECKING:
@@ -67,9 +73,20 @@ class _Terminated(KeyboardInterrupt):
 
 
 def _say(text: str, stream: TextIO | None = None) -> None:
-    """Print one line (or several) to ``stream`` (stdout), in spellings the stream can encode."""
-    stream = stream or sys.stdout
-    stream.write(text_for_stream(text, stream) + "\n")
+    """Print one line (or several) to ``stream`` (stdout), in spellings the stream can encode; a stream
+    that cannot be written (closed, a full disk, ``/dev/full``, a file-size limit) is ``CLIError``'s one
+    line, said on stderr."""
+    to_stderr = stream is sys.stderr
+    stream = sys.stderr if to_stderr else stream or sys.stdout
+    name = "standard error" if to_stderr else "standard output"
+    if stream is None:  # started with the stream closed (``>&-``)
+        raise CLIError(f"{name} is closed: nothing can be printed")
+    try:
+        stream.write(text_for_stream(text, stream) + "\n")
+        stream.flush()
+    except (OSError, ValueError) as exc:  # ValueError: a stream closed meanwhile
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+        raise CLIError(f"writing to {name} failed ({reason})") from exc
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -80,14 +97,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             args = _parser().parse_args(argv)
             return args.command(args)
         except _UsageError as exc:
-            _say(str(exc), sys.stderr)
+            with contextlib.suppress(CLIError):
+                _say(str(exc), sys.stderr)
             return 2
-        except (CLIError, OutputError) as exc:
-            _say(f"{_PROG}: error: {exc}", sys.stderr)
+        except (CLIError, OutputError, WorkerLost) as exc:
+            with contextlib.suppress(CLIError):  # stderr itself cannot be written: the exit code says it
+                _say(f"{_PROG}: error: {exc}", sys.stderr)
             return 1
         except KeyboardInterrupt as exc:
             signum = getattr(exc, "signum", signal.SIGINT)
-            _say(f"{_PROG}: stopped by {signal.Signals(signum).name} before it finished", sys.stderr)
+            with contextlib.suppress(CLIError):
+                _say(f"{_PROG}: stopped by {signal.Signals(signum).name} before it finished", sys.stderr)
             return 128 + signum
 
 
@@ -157,7 +177,7 @@ def _parser() -> argparse.ArgumentParser:
         "plot", help="write the report's figures into DIR/figures/ (PNG and SVG)", description=_plot.__doc__
     )
     _add_paths(plot)
-    _add_baseline(plot)
+    _add_grouping(plot)
     _add_out(plot, "the figures")
     plot.add_argument(
         "--formats",
@@ -199,23 +219,7 @@ def _add_paths(parser: argparse.ArgumentParser) -> None:
 
 
 def _add_compare_options(parser: argparse.ArgumentParser) -> None:
-    from analysis.facts import ALIASES
-
-    parser.add_argument(
-        "--by",
-        default="machine",
-        metavar="machine|run|FACT",
-        help="what the groups (columns) are: 'machine' (default), 'run' (one per saved run, in time order) "
-        "or a fact of the runs: a dotted path into machine_info, the run record (launchbench_run) or "
-        f"commit_info, or one of {', '.join(ALIASES)}",
-    )
-    parser.add_argument(
-        "--baseline",
-        metavar="GROUP",
-        default=None,
-        help="the group the others are compared with: a machine id, a run's file or a fact's value (or a "
-        "unique part of it); default: the first machine loaded, the earliest run or value",
-    )
+    _add_grouping(parser)
     parser.add_argument(
         "--format",
         choices=COMPARE_FORMATS,
@@ -235,6 +239,39 @@ def _add_compare_options(parser: argparse.ArgumentParser) -> None:
         help="launchbench runs: compare every measured point (median per timed call) instead of the fitted "
         "figures",
     )
+
+
+def _add_grouping(parser: argparse.ArgumentParser) -> None:
+    """``--by`` and ``--baseline``, alike for ``compare`` and ``plot``."""
+    from analysis.facts import ALIASES
+
+    parser.add_argument(
+        "--by",
+        default="machine",
+        type=_fact_name,
+        metavar="machine|run|FACT",
+        help="what the groups (columns) are: 'machine' (default), 'run' (one per saved run, in time order) "
+        "or a fact of the runs: a dotted path into machine_info, the run record (launchbench_run) or "
+        f"commit_info, or one of {', '.join(ALIASES)}",
+    )
+    parser.add_argument(
+        "--baseline",
+        metavar="GROUP",
+        default=None,
+        help="the group the others are compared with: a machine id, a run's file or a fact's value (or a "
+        "unique part of it); default: the group of the earliest run, whatever the order of PATHS",
+    )
+
+
+def _fact_name(text: str) -> str:
+    """``--by``: a grouping or a fact name that names a path into a run (not ".", "" or "...")."""
+    from analysis.facts import fact_path
+
+    try:
+        fact_path(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
+    return text
 
 
 def _positive_int(text: str) -> int:
@@ -265,7 +302,8 @@ def _add_baseline(parser: argparse.ArgumentParser) -> None:
         "--baseline",
         metavar="MACHINE",
         default=None,
-        help="machine id (or a unique part of it) the others are compared with (default: the first loaded)",
+        help="machine id (or a unique part of it) the others are compared with (default: the machine of "
+        "the earliest run, whatever the order of PATHS)",
     )
 
 
@@ -275,11 +313,14 @@ def _load(args: argparse.Namespace, *modules: str) -> Selection:
     return _with_baseline(args, _selected(args, _loaded(args, *modules)))
 
 
-def _loaded(args: argparse.Namespace, *modules: str) -> LoadResult:
-    """``args.paths`` loaded (``analysis.load.load_runs``), ``modules`` imported meanwhile (``_importer``)."""
+def _loaded(args: argparse.Namespace, *modules: str, facts: Sequence[str] = ()) -> LoadResult:
+    """``args.paths`` loaded (``analysis.load.load_runs``, with the run facts ``facts``), ``modules``
+    imported meanwhile (``_importer``)."""
     from analysis.load import load_runs
 
-    return load_runs(args.paths, samples=_samples(args, points=False), meanwhile=_importer(*modules))
+    return load_runs(
+        args.paths, samples=_samples(args, points=False), facts=tuple(facts), meanwhile=_importer(*modules)
+    )
 
 
 def _with_baseline(args: argparse.Namespace, selection: Selection) -> Selection:
@@ -460,7 +501,9 @@ def _print_figures(args: argparse.Namespace, head: list[str], table: pd.DataFram
 
     if args.format in ("csv", "json"):
         return _print_for_scripts(args, head, with_codes(table, groups.groups), groups, "figures")
-    lines = figure_lines(table, groups.groups, groups.by, markdown=args.format == "markdown")
+    lines = figure_lines(
+        table, groups.groups, groups.by, markdown=args.format == "markdown", rule=groups.rule
+    )
     _say("\n".join([*head, "", *lines]))
     return 0
 
@@ -478,7 +521,7 @@ def _print_cases(
     if args.format in ("csv", "json"):
         return _print_for_scripts(args, head, with_codes(table, groups.groups), groups, "cases")
     markdown = args.format == "markdown"
-    lines = case_lines(table, groups.groups, groups.by, keys, statistics, markdown, args.top)
+    lines = case_lines(table, groups.groups, groups.by, keys, statistics, markdown, args.top, groups.rule)
     _say("\n".join([*head, "", *lines]))
     return 0
 
@@ -504,6 +547,7 @@ def _print_for_scripts(
     document = {
         "by": groups.by,
         "baseline": groups.baseline.label,
+        "baseline_rule": groups.rule,
         "groups": [
             {"code": g.code, "label": g.label, "runs": list(g.runs), "machines": list(g.machines)}
             for g in groups.groups
@@ -518,18 +562,24 @@ def _print_for_scripts(
 def _plot(args: argparse.Namespace) -> int:
     """Write the figures of the report into DIR/figures/, the same files ``report`` writes there (without
     report.md): time per numpy call vs size with the fitted law, many small calls vs one big, the decode
-    steps against their predicted bands, the machines side by side, and the GPU launch figures and the
-    per-op costs where those cases are present. Runs of another pytest-benchmark suite: their cases against
-    the baseline machine (cases), as ``compare`` sets them side by side."""
+    steps against their predicted bands, the groups side by side (machines, or runs or a fact's values with
+    --by, as compare groups them), and the GPU launch figures and the per-op costs where those cases are
+    present. Runs of another pytest-benchmark suite: their cases against the baseline group (cases), as
+    ``compare`` sets them side by side. A folder that holds a report is refused: its report.md links the
+    figures there, which must stay the report's own."""
+    from analysis.facts import BY_MACHINE, BY_RUN
+
     with _out_folder(args) as out:
-        loaded = _loaded(args, "analysis.compare", "analysis.figures")
+        _refuse_a_report(out)
+        fact = None if args.by in (BY_MACHINE, BY_RUN) else args.by
+        loaded = _loaded(args, "analysis.compare", "analysis.figures", facts=(fact,) if fact else ())
         from analysis.figures import publish_figures
 
         with staging(out) as stage:
             if loaded.frame.empty:  # no launchbench case: any other suite's, case by case
-                staged = _case_figures(args, stage)
+                staged = _case_figures(args, stage, fact)
             else:
-                staged = _launchbench_figures(args, loaded, stage)
+                staged = _launchbench_figures(args, loaded, stage, fact)
             published = publish_figures(stage, out, args.force)
             paths = [out / path.relative_to(stage) for path in staged]
     for line in published.kept:
@@ -539,28 +589,47 @@ def _plot(args: argparse.Namespace) -> int:
     return 0
 
 
-def _launchbench_figures(args: argparse.Namespace, loaded: LoadResult, stage: Path) -> list[Path]:
-    """``plot``'s figures of launchbench runs, written under ``stage``; the lines about the runs on stderr."""
-    from analysis.compare import figure_table
+def _refuse_a_report(out: Path) -> None:
+    """``CLIError`` when ``out`` holds a report: its report.md links the figures in ``out/figures``, and
+    figures of other runs (or other groups) there would contradict it. Checked before anything is loaded."""
+    from analysis.report import REPORT_NAME
+
+    if (out / REPORT_NAME).exists():
+        raise CLIError(
+            f"--out {out} holds a report ({out / REPORT_NAME}) whose figures plot would replace; plot into "
+            "another folder, or rerun report to redraw them"
+        )
+
+
+def _launchbench_figures(
+    args: argparse.Namespace, loaded: LoadResult, stage: Path, fact: str | None
+) -> list[Path]:
+    """``plot``'s figures of launchbench runs, grouped as ``compare`` groups them (``--by``), written under
+    ``stage``; the lines about the runs and the groups on stderr."""
+    from analysis.compare import figure_table, group_notes
     from analysis.figures import write_figures
     from analysis.fits import fit_all
+    from analysis.load import fact_column
     from analysis.runs import selection_lines
 
-    selection = _with_baseline(args, _selected(args, loaded))
-    for line in selection_lines(selection):
+    column = fact_column(fact) if fact else None
+    selection = _selected(args, loaded, apart=column)
+    groups = _groups(selection.result.runs, args, column)
+    for line in [*selection_lines(selection), *group_notes(groups)]:
         _say(f"{_PROG}: {line}", sys.stderr)
-    frame = selection.result.frame
+    _say(f"{_PROG}: baseline (by {groups.by}): {groups.baseline.label}, {groups.rule}", sys.stderr)
+    frame = groups.relabel(selection.result.frame)
     fits = fit_all(frame)
-    table = figure_table(frame, fits, args.baseline)
+    table = figure_table(frame, fits, groups.baseline.label)
     return write_figures(frame, fits, table, out_dir=stage, formats=args.formats)
 
 
-def _case_figures(args: argparse.Namespace, stage: Path) -> list[Path]:
-    """``plot``'s figure of another suite's runs (their cases by machine), written under ``stage``."""
+def _case_figures(args: argparse.Namespace, stage: Path, fact: str | None) -> list[Path]:
+    """``plot``'s figure of another suite's runs (their cases by group), written under ``stage``."""
     from analysis.compare import case_ratios
     from analysis.figures import write_case_figures
 
-    head, table, groups = _case_comparison(args, None)
+    head, table, groups = _case_comparison(args, fact)
     for line in head:
         _say(f"{_PROG}: {line}", sys.stderr)
     ratios = case_ratios(table, ["fullname"], CASE_STATISTICS)
@@ -582,11 +651,12 @@ def _leave(code: int) -> NoReturn:
     """End the process with ``code`` once everything written is flushed, without the interpreter's teardown:
     freeing SciPy's and pandas' modules and the loaded runs object by object takes 0.2–0.4 s that the
     operating system does at once (mypy leaves the same way). Only for the command line: ``main`` returns."""
-    try:
-        sys.stdout.flush()
-        sys.stderr.flush()
-    except OSError:  # a closed pipe: nothing more can be said
-        code = code or 1
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            if stream is not None:
+                stream.flush()
+        except (OSError, ValueError):  # a closed pipe, a full disk: nothing more can be said
+            code = code or 1
     os._exit(code)
 
 

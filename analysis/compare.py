@@ -6,6 +6,12 @@ samples behind the figure.
 The test is the large-sample form (normal approximation, tie-corrected, continuity-corrected): timings
 hold ties and thousands of samples, where the exact null distribution is neither needed nor affordable.
 
+Every family's headline figure is compared: the fitted CPU figures and bandwidths, the GPU launch figures,
+and the measured ones no fit gives (``measured_figures``: many vs one at the most pieces, the decode step's
+overhead floor, each numpy op's fixed cost, the decode step itself). Groups are ordered, and the default
+baseline chosen, by the time of each group's first run (``in_time_order``), never by the order the runs were
+named in, so swapping two paths never flips a ratio.
+
 Groups take the machines' place: the frame's ``machine_id`` is replaced by each run's group label
 (``Groups.relabel``), so every family fits, predicts and compares per group with the code that serves
 machines. Samples of several runs of one group are pooled, so the test asks whether the groups' samples
@@ -27,9 +33,12 @@ import numpy.typing as npt
 import pandas as pd
 import scipy.stats
 
+from analysis import ops
+from analysis.decode import STATISTIC as DECODE_STATISTIC
 from analysis.facts import BY_MACHINE, BY_RUN
 from analysis.fits import Fits
 from analysis.host import BANDWIDTH_OPS
+from analysis.host import STATISTIC as HOST_STATISTIC
 
 #: Two-sided p-value below which a difference is marked significant.
 ALPHA = 0.01
@@ -55,6 +64,9 @@ POINT_KEYS = (
     "config",
     "batch",
     "ctx",
+    "framework",
+    "threads",
+    "compiler",
 )
 
 #: Mark texts, for tables and their legends.
@@ -138,10 +150,29 @@ def judge(samples: np.ndarray, baseline_samples: np.ndarray) -> tuple[str, float
     return (MARK_SIGNIFICANT if result.p_value < ALPHA else MARK_NOT_SIGNIFICANT), result.p_value
 
 
+def in_time_order(labels: Sequence[str], when: Sequence[object]) -> list[str]:
+    """The distinct ``labels`` ordered by the earliest of their times ``when`` (one per label occurrence;
+    unknown times last), ties by the label's text: an order, and so a default baseline (the first), that
+    does not depend on the order the runs were named or loaded in."""
+    times = pd.to_datetime(pd.Series(list(when), dtype=object), utc=True, format="ISO8601", errors="coerce")
+    first = pd.Series(times.to_numpy(), index=list(labels)).groupby(level=0, sort=False).min()
+    return sorted(
+        dict.fromkeys(labels),
+        key=lambda label: (pd.isna(first[label]), 0 if pd.isna(first[label]) else first[label].value, label),
+    )
+
+
+def frame_groups(frame: pd.DataFrame) -> list[str]:
+    """The groups (``machine_id``) of a frame in time order (``in_time_order`` of their runs' times)."""
+    if "run_datetime" not in frame:
+        return sorted(dict.fromkeys(str(group) for group in frame["machine_id"]))
+    return in_time_order([str(group) for group in frame["machine_id"]], list(frame["run_datetime"]))
+
+
 def choose_baseline(groups: Sequence[str], baseline: str | None, what: str = "machine") -> str:
     """Return ``baseline`` if it names one of ``groups`` (exactly, or as the only label containing it), the
-    first group when it is None; raise ``ValueError`` naming the choices otherwise. ``what`` names a group
-    in the message ("machine", "run", "numpy value")."""
+    first group when it is None (callers order groups by ``in_time_order``); raise ``ValueError`` naming
+    the choices otherwise. ``what`` names a group in the message ("machine", "run", "numpy value")."""
     if not groups:
         raise ValueError(f"no {what} to compare")
     if baseline is None:
@@ -172,12 +203,14 @@ class Group:
 class Groups:
     """The groups of a comparison, baseline first, and which group each run (source) belongs to.
 
-    ``by``: "machine", "run" or the fact grouped by (``analysis.facts``); ``of_source``: source → label.
+    ``by``: "machine", "run" or the fact grouped by (``analysis.facts``); ``of_source``: source → label;
+    ``rule``: how the baseline was chosen, for the output ("the earliest run's machine", "--baseline").
     """
 
     by: str
     groups: tuple[Group, ...]
     of_source: Mapping[str, str]
+    rule: str = ""
 
     @property
     def baseline(self) -> Group:
@@ -199,33 +232,34 @@ def group_code(index: int) -> str:
 
 
 def group_runs(runs: pd.DataFrame, by: str, baseline: str | None, fact_column: str | None = None) -> Groups:
-    """Group ``runs`` (``analysis.load.LoadResult.runs`` of the runs used) ``by`` "machine" (in load order),
-    "run" (one group per run, in time order, named by its file) or a fact (the text in ``fact_column``, one
-    group per value, in the time order of each value's first run; runs without it form the group
-    "<fact> not recorded"). The ``baseline`` group (``choose_baseline``) comes first; raises
-    ``ValueError`` when it names none."""
+    """Group ``runs`` (``analysis.load.LoadResult.runs`` of the runs used) ``by`` "machine", "run" (one group
+    per run, named by its file) or a fact (the text in ``fact_column``, one group per value; runs without
+    it form the group "<fact> not recorded"), in the time order of each group's first run
+    (``in_time_order``: never the order the runs were named in). The ``baseline`` group
+    (``choose_baseline``; by default the group of the earliest run) comes first; raises ``ValueError`` when
+    it names none."""
     runs = runs.reset_index(drop=True)
     if by == BY_MACHINE:
         labels = [str(machine) for machine in runs["machine_id"]]
-        order = list(dict.fromkeys(labels))
         what = "machine"
+    elif by == BY_RUN:
+        labels = _run_labels([str(source) for source in runs["source"]])
+        what = "run"
     else:
-        when = pd.to_datetime(runs["run_datetime"], utc=True, format="ISO8601", errors="coerce")
-        if by == BY_RUN:
-            labels = _run_labels([str(source) for source in runs["source"]])
-            what = "run"
-        else:
-            assert fact_column is not None, "a grouping by fact needs the column of its values"
-            labels = [
-                f"{by}={value}" if value is not None else f"{by} not recorded" for value in runs[fact_column]
-            ]
-            what = f"{by} value"
-        first = pd.Series(when.to_numpy(), index=labels).groupby(level=0, sort=False).min()
-        order = sorted(
-            dict.fromkeys(labels),
-            key=lambda label: (pd.isna(first[label]), 0 if pd.isna(first[label]) else first[label].value),
-        )
+        assert fact_column is not None, "a grouping by fact needs the column of its values"
+        labels = [
+            f"{by}={value}" if value is not None else f"{by} not recorded" for value in runs[fact_column]
+        ]
+        what = f"{by} value"
+    order = in_time_order(labels, list(runs["run_datetime"]))
     chosen = choose_baseline(order, baseline, what)
+    rule = (
+        f"named by --baseline {baseline}"
+        if baseline is not None
+        else f"the {what} of the earliest run"
+        if by != BY_RUN
+        else "the earliest run"
+    )
     order = [chosen, *(label for label in order if label != chosen)]
     members: dict[str, list[tuple[str, str]]] = {label: [] for label in order}
     for label, source, machine in zip(labels, runs["source"], runs["machine_id"], strict=True):
@@ -240,7 +274,7 @@ def group_runs(runs: pd.DataFrame, by: str, baseline: str | None, fact_column: s
         for index, label in enumerate(order)
     ]
     of_source = dict(zip((str(source) for source in runs["source"]), labels, strict=True))
-    return Groups(by=by, groups=tuple(groups), of_source=of_source)
+    return Groups(by=by, groups=tuple(groups), of_source=of_source, rule=rule)
 
 
 def _run_labels(sources: list[str]) -> list[str]:
@@ -279,7 +313,7 @@ def case_table(
     Cases the baseline did not measure get ratio NaN and mark ``MARK_NO_BASELINE_POINT``.
     """
     keys = list(keys)
-    groups = list(dict.fromkeys(frame["machine_id"]))
+    groups = frame_groups(frame)
     base = choose_baseline(groups, baseline)
     stat_columns = [
         column for stat in statistics for column in (f"{stat}_s", f"{stat}_baseline_s", f"{stat}_ratio")
@@ -586,6 +620,143 @@ FIGURE_TABLE_COLUMNS = (
 )
 
 
+@dataclass(frozen=True)
+class MeasuredFigure:
+    """A headline figure that is measured, not fitted: the ``statistic`` of the rows of ``case`` whose
+    columns hold the values of ``match`` (per numpy call where ``per_call``: divided by ``n_calls``), the
+    median of that over a group's runs, s; judged on the raw samples of those rows."""
+
+    label: str
+    short: str
+    case: str
+    match: tuple[tuple[str, object], ...]
+    statistic: str
+    per_call: bool = False
+
+
+def measured_figures(frame: pd.DataFrame) -> list[MeasuredFigure]:
+    """The headline measured figures ``frame`` holds, in family order: many small calls vs one big at the
+    most pieces (per variant), the decode step's overhead floor (per plan), each numpy op's fixed cost,
+    and the decode step itself (per device, model, plan and mode)."""
+    if frame.empty or not {"case", "device"} <= set(frame.columns):
+        return []
+    figures: list[MeasuredFigure] = []
+    cpu = frame[frame["device"] == "cpu"]
+    many = cpu[cpu["case"] == "many_vs_one"]
+    if not many.empty and {"pieces", "variant"} <= set(many.columns):
+        most = int(many["pieces"].max())
+        for variant in sorted(set(many["variant"].dropna()), key=lambda v: (v != "views", v)):
+            figures.append(
+                MeasuredFigure(
+                    f"many vs one, {most:,} pieces ({variant})",
+                    f"{most:,} {variant}",
+                    "many_vs_one",
+                    (("device", "cpu"), ("pieces", most), ("variant", variant)),
+                    HOST_STATISTIC,
+                )
+            )
+    floors = cpu[cpu["case"] == "decode_floor"]
+    if not floors.empty and "plan" in floors:
+        for plan in sorted(set(floors["plan"].dropna())):
+            figures.append(
+                MeasuredFigure(
+                    f"overhead floor of the decode step ({plan})",
+                    f"floor {plan}",
+                    "decode_floor",
+                    (("device", "cpu"), ("plan", plan)),
+                    ops.STATISTIC,
+                )
+            )
+    op_rows = cpu[cpu["case"] == "numpy_op"]
+    if not op_rows.empty and "n_calls" in op_rows:
+        for op in sorted(set(op_rows["op"].dropna())):
+            figures.append(
+                MeasuredFigure(
+                    f"op cost: {op}", op, "numpy_op", (("device", "cpu"), ("op", op)), ops.STATISTIC, True
+                )
+            )
+    steps = frame[(frame["case"] == "decode_step") & (frame["op"] == "decode_step")] if "op" in frame else []
+    if len(steps):
+        keys = [key for key in ("device", "config", "plan", "mode", "batch", "ctx") if key in steps]
+        configs = steps["config"].nunique() if "config" in steps else 1
+        for values, _ in steps.groupby(keys, dropna=False, sort=True):
+            known = [(key, value) for key, value in zip(keys, values, strict=True) if not pd.isna(value)]
+            match = (("op", "decode_step"), *known)
+            coordinates = dict(match)
+            words = [
+                str(coordinates.get("device", "")).upper().replace("CUDA", "GPU"),
+                *([str(coordinates["config"])] if configs > 1 and "config" in coordinates else []),
+                str(coordinates.get("plan", "")),
+                str(coordinates.get("mode", "")),
+            ]
+            name = " ".join(word for word in words if word)
+            statistic = DECODE_STATISTIC.get(str(coordinates.get("device")), "median")
+            figures.append(
+                MeasuredFigure(f"decode step, {name}", f"step {name}", "decode_step", match, statistic)
+            )
+    return figures
+
+
+def _measured_rows(
+    frame: pd.DataFrame, figure: MeasuredFigure, groups: Sequence[str], base: str
+) -> list[dict[str, object]]:
+    """``FIGURE_TABLE_COLUMNS`` rows of one ``MeasuredFigure``: per group its value, the ratio to the
+    baseline's, and the mark of its raw samples against the baseline's (judged only where both groups
+    measured the point alike: the same ``POINT_KEYS`` values)."""
+    keep = frame["case"] == figure.case
+    for key, value in figure.match:
+        keep &= frame[key] == value
+    rows = frame[keep]
+    # Each row's measured point as one number (a hash of its ``POINT_KEYS`` as text), computed once.
+    points = pd.util.hash_pandas_object(rows[point_columns(rows)].astype(str), index=False)
+    by_group = dict(tuple(rows.groupby("machine_id", sort=False)))
+    base_rows = by_group.get(base)
+    base_value = _measured_value(base_rows, figure) if base_rows is not None else math.nan
+    base_samples = pooled_samples(base_rows) if base_rows is not None else np.empty(0)
+    table = []
+    for group in groups:
+        own = by_group.get(group)
+        if own is None:
+            continue
+        value = _measured_value(own, figure)
+        p_value = math.nan
+        if group == base:
+            mark = MARK_BASELINE
+        elif base_rows is None:
+            mark = "not judged: the baseline has no such figure"
+        elif set(points[own.index]) != set(points[base_rows.index]):
+            mark = "not judged: measured with other parameters than the baseline's"
+        else:
+            mark, p_value = judge(pooled_samples(own), base_samples)
+        table.append(
+            {
+                "figure": figure.label,
+                "short": figure.short,
+                "unit": "s",
+                "machine_id": group,
+                "value": value,
+                "low": math.nan,
+                "high": math.nan,
+                "ratio": value / base_value if base_value > 0 else math.nan,
+                "mark": mark,
+                "p_value": p_value,
+                "judged_on": _point_text(own, as_rate=False)
+                if mark in (MARK_SIGNIFICANT, MARK_NOT_SIGNIFICANT)
+                else "",
+            }
+        )
+    return table
+
+
+def _measured_value(rows: pd.DataFrame, figure: MeasuredFigure) -> float:
+    """The group's value of ``figure``: each run's statistic (per numpy call where asked), the median over
+    runs, s."""
+    values = pd.to_numeric(rows[figure.statistic], errors="coerce")
+    if figure.per_call:
+        values = values / pd.to_numeric(rows["n_calls"], errors="coerce")
+    return float(values.median())
+
+
 class _Points:
     """The columns that name and judge a point, split once by case and group, so that finding each figure's
     anchor point for each pair of groups reads only those two groups' rows of that case (a fleet of runs
@@ -642,8 +813,10 @@ def _point_text(rows: pd.DataFrame, as_rate: bool) -> str:
 
 
 def figure_table(frame: pd.DataFrame, fits: Fits, baseline: str | None) -> pd.DataFrame:
-    """The comparison, long form: one row per fitted figure and group (``FIGURE_TABLE_COLUMNS``; the group
-    in ``machine_id``, see the module docstring).
+    """The comparison, long form: one row per headline figure of every family and group
+    (``FIGURE_TABLE_COLUMNS``; the group in ``machine_id``, see the module docstring): the fitted CPU figures
+    and bandwidths, the measured ones (``measured_figures``: many vs one, the decode step's floor, each
+    numpy op's cost, the decode step), then the GPU launch figures.
 
     ``value``/``low``/``high`` in the figure's SI ``unit``; ``ratio`` = value / the baseline's value;
     ``mark`` from a Mann-Whitney U test of the raw samples at the point that measures the figure most
@@ -652,7 +825,7 @@ def figure_table(frame: pd.DataFrame, fits: Fits, baseline: str | None) -> pd.Da
     """
     tables = {"host": fits.host, "launch": wide_launch(fits.launch)}
     specs = [spec for spec in (*HOST_FIGURES, *LAUNCH_FIGURES) if spec.column in tables[spec.table].columns]
-    groups = list(dict.fromkeys(frame["machine_id"]))
+    groups = frame_groups(frame)
     base = choose_baseline(groups, baseline)
     points = _Points(frame)
     rows = []
@@ -705,6 +878,11 @@ def figure_table(frame: pd.DataFrame, fits: Fits, baseline: str | None) -> pd.Da
                     "judged_on": judged_on,
                 }
             )
-    table = pd.DataFrame(rows, columns=list(FIGURE_TABLE_COLUMNS))
+    launch_labels = {spec.label for spec in LAUNCH_FIGURES}
+    fitted = [row for row in rows if row["figure"] not in launch_labels]
+    for figure in measured_figures(frame):
+        fitted += _measured_rows(frame, figure, groups, base)
+    launch_rows = [row for row in rows if row["figure"] in launch_labels]
+    table = pd.DataFrame([*fitted, *launch_rows], columns=list(FIGURE_TABLE_COLUMNS))
     table.attrs["baseline"] = base
     return table

@@ -2,37 +2,44 @@
 
 Rows of ``case == "decode_step"`` (``benchmarks/test_decode_step.py``). For each measured step, per machine:
 
-- CPU (numpy), two predictions from the same run's figures:
-  - the seed's model: work = bytes / host bandwidth, the highest of the copy, triad and read bandwidths that
-    ``analysis.host.fit_host`` measured (runs older than the read case have copy and triad only), plus
-    calls × t0, its fitted per-call cost. Serial bound = work + calls × t0, overlapped bound = max(work,
-    calls × t0) (numpy cannot overlap its calls, so the serial bound is the one to expect);
-  - the per-op model: the step's actual call list (``op_counts``) priced op by op with the fixed costs that
-    ``numpy_op`` measured (``analysis.ops``), the attention ops as their own measured term (``op ==
-    "attention"``: batched products of a few query rows are not bandwidth-bound) and the remaining bytes at
-    the same bandwidth: (bytes − KV) / bandwidth + attention + Σ other calls × their op's cost. It leaves out
-    the Python work between the calls (op bodies, views, reshapes, slices), which the overhead floor
-    (``decode_floor``: the same call list where data costs nothing) measures whole, shown beside it.
-  Statistic: every CPU figure is a case's fastest round (``min``), the step's as well as t0, the bandwidths
-  (best round), the per-op costs, the attention term and the floor: predictions built from best-case figures
-  are held against the best-case step, never against its median (on a shared machine a median absorbs
-  other programs' work, which no model here holds; the run record says when a machine was busy).
+- CPU (numpy), from the same run's own figures, every one a fastest round (``min``):
+  - the lower bound: the step's bandwidth probe (``probe_s``: its own matrix-vector products over every
+    weight matrix, alone, one probe round before each of the step's timed rounds, so the two see the same
+    conditions and as many rounds) plus the overhead floor's work outside the probe's calls (``decode_floor``
+    less the probe's calls at their ops' measured costs). numpy runs its calls one after another, so the two
+    add: nothing overlaps, and a CPU "overlapped" figure would mean nothing. A step measured below it is a
+    defect of the bound (``bound_defect``), named with its figures in the summary and the report, never
+    drawn as a result;
+  - the per-op model, an estimate with its 95 % interval: (bytes − KV) at the probe's bandwidth + the
+    attention ops measured alone (``op == "attention"``: batched products of a few query rows are not
+    bandwidth-bound) + the other calls outside the probe at their ops' measured fixed costs (``numpy_op``,
+    ``analysis.ops``) + the floor's remainder (the Python work between the calls that no op's figure holds);
+    the interval is a percentile bootstrap (scipy) over the probe's and the attention term's rounds;
+  - beside them the seed's model: bytes at that bandwidth + calls × t0 (fitted ``np.add``).
+  A run older than the probe has no bound: the seed's model and the per-op model then use the best host
+  bandwidth (``analysis.host.fit_host``: copy, triad or read), measured by another case at another time, and
+  say so. A step whose bytes are under 2 × the machine's LLC is labelled cache-resident.
 - GPU (CuPy): work = ``model.roofline.decode_step`` of the step's configuration on the GPU's spec
   (``model.hardware.resolve_gpu_spec``: the datasheet entry, a MIG slice's share of it, or a spec derived
   from the device attributes the run recorded; ``spec_from`` says which, or why there is none), the seed's
-  roofline at the spec's bandwidth, in FP16 as the step runs; and beside it a
-  calibrated roofline, the same step at the bandwidth the largest matrix-vector shape achieved in the same
-  run (event-timed, ``matvec_table``): HBM streams below its datasheet rate, so the datasheet bound alone
-  puts every real step above it. Per-launch cost from ``analysis.launch.fit_launch`` of the same run: the
-  launch-cost ladder's line a + b·n_args at the step's own mean arguments per kernel (``n_args_total`` /
-  ``n_kernels``) where the run has the ladder, else the 0-argument slopes (``launch_s``, ``graph_node_s``);
-  ``per_op_from`` says which. Eager: ``model.launch.compose(work, kernels, per launch)``, both bounds plus
-  the synchronise round trip that every timed step ends with (as ``analysis.launch.predict_spin`` does).
-  Graph: ``model.launch.compose_graph(work, kernels, per node, graph_launch_s)`` (the graph launch
-  intercept already holds the synchronise). The measured step is the
-  pytest-benchmark median of its rounds.
+  roofline at the spec's bandwidth, in FP16 as the step runs; and beside it the calibrated roofline, an
+  estimate and never a bound: the same step at the bandwidth the largest matrix-vector shape achieved in the
+  same run (event-timed, ``matvec_table``), which one kernel's bandwidth sets, so a step can beat it. Per
+  launch cost from ``analysis.launch.fit_launch`` of the same run: the launch-cost ladder's line a + b·n_args
+  at the step's own mean arguments per kernel (``n_args_total`` / ``n_kernels``) where the run has the
+  ladder, else the 0-argument slopes (``launch_s``, ``graph_node_s``); ``per_op_from`` says which. The
+  compositions are ``model.launch``'s as the hardware works. Eager: ``compose(work, kernels, per launch, g)``
+  with g the GPU's own gap per kernel (``analysis.launch.gpu_gap``: ``gpu_gap_s`` of the same run, else the
+  documented default; ``gap_from`` says which): overlapped max(work + n·g, n·launch), serial work + n·(launch
+  + g), both plus the synchronise round trip that every timed step ends with (as
+  ``analysis.launch.predict_spin`` does). Graph: ``compose_graph(work, kernels, per node, graph_launch_s)``,
+  one launch then a synchronise, a sum (its two bounds are one figure; the graph launch intercept already
+  holds the synchronise; a node's measured cost holds its gap). Beside each, the same step with its kernels
+  launched with programmatic dependent launch (``pdl_*``): the gap cut by the same run's ``launch_pdl``
+  ratio, or by the share ``model.launch`` assumes (``pdl_from``). The measured step is the pytest-benchmark
+  median of its rounds.
 
-``position`` says where the measurement falls: 0 at the overlapped bound, 1 at the serial bound, below 0
+``position`` (GPU) says where the measurement falls: 0 at the overlapped bound, 1 at the serial bound, below 0
 faster than the overlapped bound, above 1 slower than the serial one. Times are seconds per step (one timed
 call = one step; ``statistic`` names the pytest-benchmark statistic, the median of it over runs where
 several), bandwidths B/s.
@@ -51,8 +58,8 @@ import numpy as np
 import pandas as pd
 
 from analysis import ops
-from analysis.host import BANDWIDTH_OPS, fit_host
-from analysis.launch import fit_launch, fitted, ladder_cost_s, usable_cost
+from analysis.host import BANDWIDTH_OPS, DRAM_LLC_FACTOR, fit_host
+from analysis.launch import fit_launch, fitted, gpu_gap, ladder_cost_s, pdl_gap, usable_cost
 from model.hardware import resolve_gpu_spec
 from model.launch import compose, compose_graph
 from model.llm import MODELS
@@ -100,6 +107,23 @@ DECODE_COLUMNS = (
     "op_model_s",  # CPU: the per-op model, (bytes − KV) / bandwidth + attention_s + op_calls_s, s
     "unpriced_ops",  # CPU: ops of the call list without a measured cost (the per-op model is NaN then)
     "floor_s",  # CPU: the overhead floor, the same call list where data costs nothing, s
+    "floor_left_s",  # CPU: floor − its calls at their ops' costs: the Python work between the calls, s (≥ 0)
+    "bandwidth_from",  # CPU: "probe" (the step's own matvecs, same rounds) or "host_bandwidth" (older runs)
+    "probe_s",  # CPU: the bandwidth probe's fastest round, s
+    "probe_rounds",  # CPU: its rounds (= the step's timed rounds, interleaved)
+    "probe_median_bytes_per_s",  # CPU: the probe's bandwidth at its median round, B/s (the spread)
+    "probe_iqr_fraction",  # CPU: the probe rounds' IQR ÷ their median
+    "bound_s",  # CPU: the lower bound, probe + the floor's work outside the probe's calls, s
+    "bound_defect",  # CPU: the step measured below its lower bound (a defect of the bound, never a result)
+    "op_model_low_s",  # CPU: the per-op model's 95 % interval (bootstrap of the probe's, attention's rounds)
+    "op_model_high_s",
+    "llc_bytes",  # CPU: the machine's last-level cache, B
+    "cache_resident",  # CPU: bytes < 2 × LLC: the step may run from cache, not DRAM
+    "gap_s",  # GPU: the GPU's own gap per kernel charged (eager: g; graph: the node cost already holds it), s
+    "gap_from",  # GPU: where gap_s came from (gpu_gap_s of the same run, or model.launch's default)
+    "pdl_overlapped_s",  # GPU: the same step with its kernels launched with PDL, overlapped (graph: the sum)
+    "pdl_serial_s",  # GPU: the same, serial
+    "pdl_from",  # GPU: what PDL hides of the gap: the same run's launch_pdl ratio, or the stated assumption
     "spec_from",  # GPU: the roofline spec and where it came from (datasheet, MIG share, derived), or why none
 )
 
@@ -130,6 +154,22 @@ class _CpuTerms:
     costs: pd.DataFrame
     attention: pd.DataFrame
     floors: pd.DataFrame
+    #: (machine_id, plan, config, ctx) -> the attention term's raw rounds, s (runs saved with their samples)
+    attention_samples: dict[tuple[str, str, str, object], np.ndarray]
+
+
+def _attention_samples(frame: pd.DataFrame) -> dict[tuple[str, str, str, object], np.ndarray]:
+    """The raw rounds of each CPU attention term (``decode_step`` cases with ``op == "attention"``) whose
+    run saved them, keyed as ``_CpuTerms.attention_samples``; the first run's where several."""
+    if frame.empty or not {"case", "op", "device", "data"} <= set(frame.columns):
+        return {}
+    rows = frame[(frame["case"] == "decode_step") & (frame["op"] == "attention") & (frame["device"] == "cpu")]
+    result: dict[tuple[str, str, str, object], np.ndarray] = {}
+    for row in rows.itertuples(index=False):
+        if isinstance(row.data, np.ndarray) and len(row.data) >= 2:
+            key = (str(row.machine_id), str(row.plan), str(row.config), row.ctx)
+            result.setdefault(key, np.asarray(row.data, dtype=float))
+    return result
 
 
 def decode_rows(frame: pd.DataFrame) -> pd.DataFrame:
@@ -171,7 +211,10 @@ def decode_table(
     host = host_fits.set_index("machine_id") if not host_fits.empty else None
     calibrated = calibrated_bandwidths(matvec_table(frame))
     terms = _CpuTerms(
-        costs=ops.op_costs(frame), attention=ops.attention_terms(frame), floors=ops.floor_table(frame)
+        costs=ops.op_costs(frame),
+        attention=ops.attention_terms(frame),
+        floors=ops.floor_table(frame),
+        attention_samples=_attention_samples(frame),
     )
     rows = []
     for key, group in steps.groupby(_GROUP, sort=True, dropna=False):
@@ -192,7 +235,7 @@ def decode_table(
         if on_gpu:
             row.update(_gpu_prediction(row, first, launch_fits, calibrated.get(row["machine_id"])))
         else:
-            row.update(_cpu_prediction(row, first, host, terms))
+            row.update(_cpu_prediction(row, group, host, terms))
         rows.append(_finish(row))
     return pd.DataFrame(rows, columns=list(DECODE_COLUMNS))
 
@@ -288,63 +331,159 @@ def summary_section(frame: pd.DataFrame, fitted: Fits | None = None) -> list[str
 
 
 def _cpu_prediction(
-    row: dict[str, object], first: pd.Series, host: pd.DataFrame | None, terms: _CpuTerms
+    row: dict[str, object], group: pd.DataFrame, host: pd.DataFrame | None, terms: _CpuTerms
 ) -> dict[str, object]:
-    """CPU predictions from the machine's ``fit_host`` row and ``terms`` (module docstring): the seed's
-    bounds (bytes / best host bandwidth, calls × t0) and the per-op model, with the floor beside them."""
+    """CPU predictions (module docstring) of one step, per saved run of it (``group``'s rows), then the
+    median over runs of each figure: the lower bound from the same run's probe, the per-op model with its
+    interval, and the seed's model."""
+    per_run = [_cpu_run_prediction(row, run, host, terms) for _, run in group.iterrows()]
+    per_run = [result for result in per_run if result]
+    if not per_run:
+        return {}
+    result: dict[str, object] = {}
+    for key in dict.fromkeys(key for run in per_run for key in run):
+        values = [run.get(key) for run in per_run]
+        numbers = [float(v) for v in values if isinstance(v, int | float) and not isinstance(v, bool)]
+        if numbers and len(numbers) == len(values):
+            result[key] = float(np.median(numbers))
+        else:
+            result[key] = values[0]
+    if "bound_s" in result:
+        result["bound_defect"] = bool(float(row["measured_s"]) < float(result["bound_s"]))
+    return result
+
+
+def _cpu_run_prediction(
+    row: dict[str, object], run: pd.Series, host: pd.DataFrame | None, terms: _CpuTerms
+) -> dict[str, object]:
+    """The CPU predictions of one saved run of the step (``run``: its frame row)."""
     machine_id = str(row["machine_id"])
-    if host is None or machine_id not in host.index:
-        return {}
-    fit = host.loc[machine_id]
-    bandwidths = [float(fit[f"{op}_bytes_per_s"]) for op in BANDWIDTH_OPS]
-    bandwidths = [value for value in bandwidths if math.isfinite(value) and value > 0]
-    t0_s = float(fit["t0_s"])
-    if not bandwidths or not math.isfinite(t0_s):
-        return {}
-    bandwidth = max(bandwidths)
+    fit = host.loc[machine_id] if host is not None and machine_id in host.index else None
+    t0_s = float(fit["t0_s"]) if fit is not None else math.nan
+    probe = run.get("probe_s")
+    probe_bytes = float(run.get("probe_bytes", math.nan))
+    result: dict[str, object] = {"fixed_s": 0.0}
+    llc = pd.to_numeric(pd.Series([run.get("llc_bytes")]), errors="coerce").iloc[0]
+    if math.isfinite(llc) and llc > 0:
+        result.update(llc_bytes=float(llc), cache_resident=bool(float(row["bytes"]) < DRAM_LLC_FACTOR * llc))
+    if isinstance(probe, tuple) and probe and math.isfinite(probe_bytes):
+        rounds = np.asarray(probe, dtype=float)
+        probe_s = float(rounds.min())
+        q1, median, q3 = np.quantile(rounds, [0.25, 0.5, 0.75])
+        bandwidth = probe_bytes / probe_s
+        result.update(
+            bandwidth_from="probe",
+            probe_s=probe_s,
+            probe_rounds=len(rounds),
+            probe_median_bytes_per_s=probe_bytes / median,
+            probe_iqr_fraction=(q3 - q1) / median,
+        )
+    else:  # saved before the probe: the best host bandwidth, measured by another case at another time
+        rounds = None
+        bandwidths = [float(fit[f"{op}_bytes_per_s"]) for op in BANDWIDTH_OPS] if fit is not None else []
+        bandwidths = [value for value in bandwidths if math.isfinite(value) and value > 0]
+        if not bandwidths:
+            return {}
+        bandwidth = max(bandwidths)
+        result["bandwidth_from"] = "host_bandwidth"
     work_s = float(row["bytes"]) / bandwidth
-    calls_s = row["ops_per_step"] * t0_s
-    result: dict[str, object] = {
-        "work_s": work_s,
-        "per_op_s": t0_s,
-        "fixed_s": 0.0,
-        "serial_s": work_s + calls_s,
-        "overlapped_s": max(work_s, calls_s),
-        "reference_bytes_per_s": bandwidth,
-    }
-    counts = first.get("op_counts")
+    result.update(
+        work_s=work_s,
+        per_op_s=t0_s,
+        serial_s=work_s + row["ops_per_step"] * t0_s,
+        reference_bytes_per_s=bandwidth,
+    )
+    counts = run.get("op_counts")
     if not isinstance(counts, Mapping):  # saved before the call list was recorded
         return result
+    costs = ops.costs_of(terms.costs, machine_id)
+    floors = terms.floors[(terms.floors["machine_id"] == machine_id) & (terms.floors["plan"] == row["plan"])]
+    floors = floors[[floor == dict(counts) for floor in floors["op_counts"]]]  # the same call list
+    floor_s = float(floors["floor_s"].median()) if not floors.empty else math.nan
+    floor_left_s = max(0.0, float(floors["left_out_s"].median())) if not floors.empty else math.nan
+    result.update(floor_s=floor_s, floor_left_s=floor_left_s)
+    probe_counts = run.get("probe_op_counts")
+    probe_calls_s = ops.price(probe_counts, costs)[0] if isinstance(probe_counts, Mapping) else math.nan
+    if rounds is not None:
+        # The step runs the probe's products and then more; numpy's calls run one after another, so the
+        # floor's work outside the probe's calls adds to the probe's time. Unpriced: the probe alone.
+        outside_probe_s = floor_s - probe_calls_s
+        result["bound_s"] = result["probe_s"] + (outside_probe_s if outside_probe_s > 0 else 0.0)
     same = (terms.attention["machine_id"] == machine_id) & (terms.attention["plan"] == row["plan"])
     same &= (terms.attention["config"] == row["config"]) & (terms.attention["ctx"] == row["ctx"])
     attention = terms.attention[same]
+    outside = dict(counts)
+    if isinstance(probe_counts, Mapping):  # the probe's calls are in its time already
+        outside = ops.subtract_counts(outside, probe_counts)
     if attention.empty:  # no attention term: its KV bytes at the bandwidth, its calls at their costs
-        attention_s, attention_bytes, other_s, outside = math.nan, math.nan, work_s, dict(counts)
+        attention_s, attention_bytes, data_s = math.nan, math.nan, work_s
     else:
         term = attention.iloc[0]
         attention_s, attention_bytes = float(term["attention_s"]), float(term["bytes"])
-        other_s = (float(row["bytes"]) - attention_bytes) / bandwidth
-        outside = ops.subtract_counts(counts, term["op_counts"])
-    op_calls_s, unpriced = ops.price(outside, ops.costs_of(terms.costs, machine_id))
-    floors = terms.floors[(terms.floors["machine_id"] == machine_id) & (terms.floors["plan"] == row["plan"])]
-    floors = floors[[floor == dict(counts) for floor in floors["op_counts"]]]  # the same call list
+        data_s = (float(row["bytes"]) - attention_bytes) / bandwidth
+        outside = ops.subtract_counts(outside, term["op_counts"])
+    op_calls_s, unpriced = ops.price(outside, costs)
+    known_attention_s = 0.0 if math.isnan(attention_s) else attention_s
+    left_s = 0.0 if math.isnan(floor_left_s) else floor_left_s
+    op_model_s = data_s + known_attention_s + op_calls_s + left_s
     result.update(
         attention_s=attention_s,
         attention_bytes=attention_bytes,
         op_calls_s=op_calls_s,
-        op_model_s=other_s + (0.0 if math.isnan(attention_s) else attention_s) + op_calls_s,
+        op_model_s=op_model_s,
         unpriced_ops=unpriced,
-        floor_s=float(floors["floor_s"].median()) if not floors.empty else math.nan,
     )
+    if rounds is not None and math.isfinite(op_model_s):
+        scale = (
+            float(row["bytes"]) - (0.0 if math.isnan(attention_bytes) else attention_bytes)
+        ) / probe_bytes
+        samples = terms.attention_samples.get((machine_id, str(row["plan"]), str(row["config"]), row["ctx"]))
+        if samples is None:  # the attention term's rounds were not saved: its fastest round, as a constant
+            low, high = _model_interval(rounds, scale, None, op_model_s - data_s)
+        else:
+            low, high = _model_interval(rounds, scale, samples, op_model_s - data_s - known_attention_s)
+        result.update(op_model_low_s=low, op_model_high_s=high)
     return result
+
+
+def _model_interval(
+    probe_s: np.ndarray, scale: float, attention_s: np.ndarray | None, rest_s: float
+) -> tuple[float, float]:
+    """The per-op model's 95 % interval, s: a percentile bootstrap (scipy) of scale × the probe's fastest
+    round + the attention term's fastest round (``attention_s``: its rounds, where they were saved; None:
+    ``rest_s`` holds its fastest round) + ``rest_s``, resampling the rounds of each. The fastest of
+    resampled rounds is never faster than the fastest round, so the interval starts at the estimate and says
+    how much slower the fastest round of another set of as many rounds would likely be."""
+    from scipy import stats  # imported when an interval is computed, as analysis.fit does
+
+    def estimate(probe: np.ndarray, *attention: np.ndarray, axis: int = -1) -> np.ndarray:
+        total = scale * np.min(probe, axis=axis) + rest_s
+        return total + (np.min(attention[0], axis=axis) if attention else 0.0)
+
+    samples = (probe_s,) if attention_s is None else (probe_s, attention_s)
+    if len(probe_s) < 2:
+        point = float(estimate(*samples))
+        return point, point
+    result = stats.bootstrap(
+        samples,
+        estimate,
+        paired=False,
+        vectorized=True,
+        method="percentile",
+        n_resamples=2_000,
+        random_state=np.random.default_rng(0),
+    )
+    interval = result.confidence_interval
+    return float(interval.low), float(interval.high)
 
 
 def _gpu_prediction(
     row: dict[str, object], first: pd.Series, launch_fits: pd.DataFrame, calibrated_bytes_per_s: float | None
 ) -> dict[str, object]:
-    """GPU bounds: the roofline step of the configuration on the GPU's spec (and at the calibrated bandwidth
-    where the run measured one), composed with the launch costs that ``fit_launch`` measured on the same
-    machine (``_launch_costs``: eager or graph, as the row's mode)."""
+    """GPU bounds: the roofline step of the configuration on the GPU's spec (and at the calibrated bandwidth,
+    an estimate, where the run measured one), composed as the hardware works with the launch costs that
+    ``fit_launch`` measured on the same machine (``_launch_costs``: eager or graph, as the row's mode) and
+    the GPU's own gap per kernel (``_gpu_gaps``); beside them the same step launched with PDL."""
     recorded_spec = pd.to_numeric(pd.Series([first["spec_bytes_per_s"]]), errors="coerce").iloc[0]
     result: dict[str, object] = {"reference_bytes_per_s": float(recorded_spec)}
     attributes = first.get("gpu_attributes")
@@ -372,20 +511,32 @@ def _gpu_prediction(
         return result
     per_op_s, fixed_s, source = costs
     n_kernels = int(row["ops_per_step"])
+    graph = row["mode"] == "graph"
+    gaps = _gpu_gaps(launch_fits, str(row["machine_id"]), per_op_s, graph)
 
-    def bounds(work: float) -> tuple[float, float]:
-        if row["mode"] == "graph":  # the graph launch intercept already holds the synchronise
-            composition = compose_graph(work, n_kernels, per_op_s, fixed_s)
+    def bounds(work: float, gap_s: float) -> tuple[float, float]:
+        if graph:  # one launch, then a synchronise: a sum; the graph launch intercept holds the synchronise
+            composition = compose_graph(work, n_kernels, gap_s, fixed_s)
             return composition.serial_s, composition.overlapped_s
-        composition = compose(work, n_kernels, per_op_s)
+        composition = compose(work, n_kernels, per_op_s, gap_s)
         return composition.serial_s + fixed_s, composition.overlapped_s + fixed_s
 
-    serial_s, overlapped_s = bounds(work_s)
+    serial_s, overlapped_s = bounds(work_s, gaps.gap_s)
+    pdl_serial_s, pdl_overlapped_s = bounds(work_s, gaps.pdl_gap_s)
     result.update(
-        per_op_s=per_op_s, fixed_s=fixed_s, per_op_from=source, serial_s=serial_s, overlapped_s=overlapped_s
+        per_op_s=per_op_s,
+        fixed_s=fixed_s,
+        per_op_from=source,
+        serial_s=serial_s,
+        overlapped_s=overlapped_s,
+        gap_s=gaps.gap_s,
+        gap_from=gaps.gap_from,
+        pdl_serial_s=pdl_serial_s,
+        pdl_overlapped_s=pdl_overlapped_s,
+        pdl_from=gaps.pdl_from,
     )
     if "calibrated_work_s" in result:
-        serial_s, overlapped_s = bounds(float(result["calibrated_work_s"]))
+        serial_s, overlapped_s = bounds(float(result["calibrated_work_s"]), gaps.gap_s)
         width = serial_s - overlapped_s
         measured = float(row["measured_s"])
         result.update(
@@ -422,13 +573,18 @@ def _launch_costs(
 
 
 def _finish(row: dict[str, object]) -> dict[str, object]:
-    """Fill the derived columns: position between the bounds, achieved bandwidth and its fraction."""
+    """Fill the derived columns: position between the bounds (GPU), whether the step respects its bounds
+    (GPU: between them; CPU: at or above its lower bound), achieved bandwidth and its fraction."""
     full = dict.fromkeys(DECODE_COLUMNS, math.nan) | row
     measured = float(full["measured_s"])
     serial, overlapped = float(full["serial_s"]), float(full["overlapped_s"])
     width = serial - overlapped
     full["position"] = (measured - overlapped) / width if width > 0 else math.nan
     full["within_bounds"] = bool(overlapped <= measured <= serial) if math.isfinite(serial) else None
+    if full["device"] == "cpu":  # one bound, from below: the seed's serial model is an estimate, not a bound
+        bound = float(full["bound_s"])
+        full["position"] = math.nan
+        full["within_bounds"] = bool(measured >= bound) if math.isfinite(bound) else None
     full["achieved_bytes_per_s"] = float(full["bytes"]) / measured
     full["bandwidth_fraction"] = full["achieved_bytes_per_s"] / float(full["reference_bytes_per_s"])
     return full
@@ -439,9 +595,17 @@ def _fraction(value: float) -> str:
 
 
 def where(row: object) -> str:
-    """Where a ``decode_table`` row's measurement falls: "inside (position)" between the bounds (0 = at the
-    overlapped one, 1 = at the serial one), else how many times the nearer bound it is ("above: 4.3× serial",
-    "below: 0.8× overlapped"). The terminal summary and the report both print this."""
+    """Where a ``decode_table`` row's measurement falls. GPU: "inside (position)" between the bounds (0 = at
+    the overlapped one, 1 = at the serial one), else how many times the nearer bound it is ("above: 4.3×
+    serial", "below: 0.8× overlapped"). CPU: how many times its lower bound it is ("1.14× the lower bound"),
+    or "bound defect: 0.73× the lower bound" where it is below it. The terminal summary and the report both
+    print this."""
+    if getattr(row, "device", None) == "cpu":
+        bound = float(getattr(row, "bound_s", math.nan))
+        if not math.isfinite(bound):
+            return "no lower bound"
+        ratio = row.measured_s / bound
+        return f"bound defect: {ratio:.2f}× the lower bound" if ratio < 1 else f"{ratio:.2f}× the lower bound"
     if not (math.isfinite(row.overlapped_s) and math.isfinite(row.serial_s)):
         return "no prediction"
     if row.within_bounds:
@@ -471,7 +635,9 @@ def _device_lines(device: str, rows: pd.DataFrame) -> list[str]:
     head = (
         f"  GPU, {first['config']}, batch {int(first['batch'])}, ctx {fmt_count(first['ctx'])} "
         f"(work: the roofline on {spec_from}; per op: the launch-cost ladder at the step's arguments per "
-        "kernel where measured, else the 0-argument launch or graph-node slope)"
+        "kernel where measured, else the 0-argument launch or graph-node slope; g: the GPU's own gap per "
+        "kernel. Eager: overlapped max(work + n·g, n·launch), serial work + n·(launch + g), each + a "
+        "synchronise; graph: launch + work + n·node, a sum, one figure)"
     )
     n_ops, reference = "kernels", "of spec"
     cells = []
@@ -486,17 +652,20 @@ def _device_lines(device: str, rows: pd.DataFrame) -> list[str]:
                 fmt_time(row.measured_s),
                 _time(row.work_s),
                 _time(row.per_op_s),
+                _time(getattr(row, "gap_s", math.nan)),
                 _time(row.overlapped_s),
                 _time(row.serial_s),
                 where(row),
+                _pdl_cell(row),
                 fmt_rate(row.achieved_bytes_per_s),
                 _fraction(row.bandwidth_fraction),
             ]
         )
-    headers = ["plan", "mode", n_ops, "bytes", "measured", "work", "per op", "overlapped", "serial"]
-    headers += ["where", "achieved", reference]
+    headers = ["plan", "mode", n_ops, "bytes", "measured", "work", "per op", "g", "overlapped", "serial"]
+    headers += ["where", "with PDL", "achieved", reference]
     lines = [head, *(f"    {line}" for line in format_table(headers, cells).splitlines())]
     if device == "cuda":
+        lines.extend(_gap_lines(rows))
         lines.extend(_calibrated_lines(rows))
     if rows["work_s"].isna().any():
         lines.append(f"    no roofline: {spec_from}")
@@ -509,8 +678,9 @@ def _device_lines(device: str, rows: pd.DataFrame) -> list[str]:
 
 
 def _calibrated_lines(rows: pd.DataFrame) -> list[str]:
-    """The GPU steps against the calibrated roofline (the largest matvec's measured bandwidth), beside the
-    datasheet table above them; none where the run measured no matvec."""
+    """The GPU steps against the calibrated roofline (the largest matvec's measured bandwidth), an estimate,
+    never a bound (one kernel's bandwidth, which a step can beat), beside the datasheet table above them;
+    none where the run measured no matvec."""
     measured = rows[rows["calibrated_work_s"].notna()]
     if measured.empty:
         return []
@@ -518,9 +688,9 @@ def _calibrated_lines(rows: pd.DataFrame) -> list[str]:
     bandwidth = float(first["calibrated_bytes_per_s"])
     spec = float(first["reference_bytes_per_s"])
     head = (
-        f"  the same steps against the calibrated roofline: work at the largest matvec's event-timed "
-        f"bandwidth, {fmt_rate(bandwidth)} ({_fraction(bandwidth / spec)} of the datasheet's "
-        f"{fmt_rate(spec)})"
+        f"  the same steps against the calibrated roofline, an estimate, not a bound: work at the largest "
+        f"matvec's event-timed bandwidth, {fmt_rate(bandwidth)} ({_fraction(bandwidth / spec)} of the "
+        f"datasheet's {fmt_rate(spec)}): one kernel's bandwidth, which a step can beat"
     )
     cells = []
     for row in measured.itertuples(index=False):
@@ -536,69 +706,43 @@ def _calibrated_lines(rows: pd.DataFrame) -> list[str]:
                 str(row.per_op_from) if isinstance(row.per_op_from, str) else "n/a",
             ]
         )
-    headers = ["plan", "mode", "measured", "work", "overlapped", "serial", "where", "per op from"]
+    headers = ["plan", "mode", "measured", "work (estimate)", "overlapped", "serial", "where", "per op from"]
     return [head, *(f"    {line}" for line in format_table(headers, cells).splitlines())]
 
 
 def _cpu_lines(rows: pd.DataFrame) -> list[str]:
-    """The CPU step against the seed's model, then against the per-op model with the floor beside it."""
+    """The CPU step against its lower bound and the per-op model (with its interval), the seed's model beside
+    them; any measurement below its bound named as a defect of the bound; a cache-resident step labelled."""
     first = rows.iloc[0]
     lines = [
-        f"  CPU, {first['config']}, batch {int(first['batch'])}, ctx {fmt_count(first['ctx'])}: every time "
-        "is its case's fastest round (min), as t0 and the host bandwidths are",
-        "    seed's model: work = bytes / best measured host bandwidth, + numpy calls × t0 (fitted np.add)",
+        f"  CPU, {first['config']}, batch {int(first['batch'])}, ctx {fmt_count(first['ctx'])}. Statistic: "
+        "every time is its case's fastest round (min); the step's and its probe's over the same rounds"
     ]
-    cells = [
-        [
-            str(row.plan),
-            fmt_count(row.ops_per_step),
-            fmt_bytes(row.bytes),
-            fmt_time(row.measured_s),
-            _time(row.work_s),
-            _time(row.serial_s - row.work_s),
-            _time(row.serial_s),
-            _ratio(row.measured_s, row.serial_s),
-            fmt_rate(row.achieved_bytes_per_s),
-            _fraction(row.bandwidth_fraction),
-        ]
-        for row in rows.itertuples(index=False)
-    ]
-    headers = ["plan", "numpy calls", "bytes", "measured", "work", "calls × t0", "seed's model"]
-    headers += ["measured ÷ model", "achieved", "of host"]
-    lines.extend(f"    {line}" for line in format_table(headers, cells).splitlines())
-    if rows["serial_s"].isna().all():
+    if rows["serial_s"].isna().all() and rows["bound_s"].isna().all():
         lines.append(
-            "    no prediction: t0 and the bandwidth come from the CPU suite (ufunc_size, host_bandwidth) "
-            "of the same machine"
+            "    no prediction: the bandwidth comes from the step's probe (runs of today's code) or from the "
+            "CPU suite (host_bandwidth) of the same machine"
         )
+        lines.extend(_cpu_step_cells(rows))
         return lines
-    if rows["op_model_s"].isna().all() and rows["unpriced_ops"].isna().all():
+    lines.extend(_bandwidth_lines(rows))
+    lines.extend(_cpu_step_cells(rows))
+    lines.append(
+        "    lower bound = the probe's fastest round + the overhead floor's work outside the probe's calls "
+        "(numpy runs its calls one after another: nothing overlaps)"
+    )
+    if rows["op_model_s"].notna().any():
+        lines.append(
+            "    per-op model = (bytes − KV cache) / the probe's bandwidth + attention (its ops measured "
+            "alone) + the other calls × their op's measured fixed cost + the floor's remainder (the Python "
+            "between the calls)"
+        )
+        lines.append(
+            "      interval: 95 %, percentile bootstrap over the probe's and attention's rounds (scipy)"
+        )
+    elif rows["unpriced_ops"].isna().all():
         lines.append("    no per-op model: the run holds no call list (op_counts) of the step")
-        return lines
-    lines.append(
-        "    per-op model: (bytes − KV cache) / that bandwidth, + attention (its ops measured alone), + the "
-        "other calls × their op's measured fixed cost"
-    )
-    cells = [
-        [
-            str(row.plan),
-            _time(row.op_model_s - row.op_calls_s - _or_zero(row.attention_s)),
-            _time(row.attention_s),
-            _rate(row.attention_bytes, row.attention_s),
-            _time(row.op_calls_s),
-            _time(row.op_model_s),
-            _ratio(row.measured_s, row.op_model_s),
-            _time(row.floor_s),
-        ]
-        for row in rows.itertuples(index=False)
-    ]
-    headers = ["plan", "(bytes − KV) / bw", "attention", "KV / attention", "other calls", "per-op model"]
-    headers += ["measured ÷ model", "floor"]
-    lines.extend(f"    {line}" for line in format_table(headers, cells).splitlines())
-    lines.append(
-        "    left out: the Python work between the calls (the floor holds it, below); activations (in cache)"
-    )
-    if rows["attention_s"].isna().any():
+    if rows["attention_s"].isna().any() and rows["op_model_s"].notna().any():
         lines.append(
             "    attention: not measured in this run: its KV bytes at the bandwidth, its calls at their cost"
         )
@@ -607,7 +751,87 @@ def _cpu_lines(rows: pd.DataFrame) -> list[str]:
             lines.append(
                 f"    {row.plan}: no measured cost for {', '.join(row.unpriced_ops)}: no per-op model"
             )
+    lines.extend(bound_defect_lines(rows, indent="    "))
+    lines.extend(_cache_lines(rows))
     return lines
+
+
+def _bandwidth_lines(rows: pd.DataFrame) -> list[str]:
+    """Where the CPU step's bandwidth comes from, with its spread over the same run's rounds."""
+    lines = []
+    for row in rows.itertuples(index=False):
+        if row.bandwidth_from == "probe":
+            lines.append(
+                f"    {row.plan}: bandwidth {fmt_rate(row.reference_bytes_per_s)} (best), "
+                f"{fmt_rate(row.probe_median_bytes_per_s)} (median), IQR {_fraction(row.probe_iqr_fraction)} "
+                f"of the median: the step's own matrix-vector products alone, one round before each of its "
+                f"{fmt_count(row.probe_rounds)} rounds"
+            )
+        elif isinstance(row.bandwidth_from, str):
+            lines.append(
+                f"    {row.plan}: bandwidth {fmt_rate(row.reference_bytes_per_s)}: the best host_bandwidth "
+                "round, another case at another time (a run older than the probe): an estimate, no bound"
+            )
+    return lines
+
+
+def _cpu_step_cells(rows: pd.DataFrame) -> list[str]:
+    """The CPU table: measured, lower bound, per-op model with its interval, the seed's model."""
+    cells = [
+        [
+            str(row.plan),
+            fmt_count(row.ops_per_step),
+            fmt_bytes(row.bytes),
+            fmt_time(row.measured_s),
+            _time(row.bound_s),
+            where(row),
+            model_cell(row),
+            _ratio(row.measured_s, row.op_model_s),
+            _time(row.floor_s),
+            _time(row.serial_s),
+            fmt_rate(row.achieved_bytes_per_s),
+        ]
+        for row in rows.itertuples(index=False)
+    ]
+    headers = ["plan", "numpy calls", "bytes", "measured", "lower bound", "measured vs bound"]
+    headers += ["per-op model [95 %]", "measured ÷ model", "floor", "seed's model", "achieved"]
+    return [f"    {line}" for line in format_table(headers, cells).splitlines()]
+
+
+def model_cell(row: object) -> str:
+    """The per-op model and its interval: "13.5 ms [13.5 ms – 13.8 ms]"."""
+    if not math.isfinite(row.op_model_s):
+        return "n/a"
+    if not (math.isfinite(row.op_model_low_s) and math.isfinite(row.op_model_high_s)):
+        return fmt_time(row.op_model_s)
+    return f"{fmt_time(row.op_model_s)} [{fmt_time(row.op_model_low_s)} – {fmt_time(row.op_model_high_s)}]"
+
+
+def bound_defect_lines(rows: pd.DataFrame, indent: str = "") -> list[str]:
+    """One line per CPU step measured below its lower bound: a defect of the bound (its figures named), never
+    a result. The summary and the report print these."""
+    if "bound_defect" not in rows.columns:
+        return []
+    defects = rows[rows["bound_defect"].eq(True)]
+    return [
+        f"{indent}BOUND DEFECT: {row.machine_id}, {row.config} {row.plan}: measured "
+        f"{fmt_time(row.measured_s)} is below its lower bound {fmt_time(row.bound_s)} "
+        f"({row.measured_s / row.bound_s:.2f}×; probe "
+        f"{fmt_time(row.probe_s)}, floor {_time(row.floor_s)}): the bound is wrong, not the step"
+        for row in defects.itertuples(index=False)
+    ]
+
+
+def _cache_lines(rows: pd.DataFrame) -> list[str]:
+    """A line for a CPU step whose bytes are under 2 × the machine's LLC: it may run from cache."""
+    resident = rows[rows["cache_resident"].eq(True)]
+    if resident.empty:
+        return []
+    row = resident.iloc[0]
+    return [
+        f"    cache-resident: the step reads {fmt_bytes(row['bytes'])}, under {DRAM_LLC_FACTOR} × this "
+        f"machine's {fmt_bytes(row['llc_bytes'])} LLC: part of it may come from cache, not DRAM"
+    ]
 
 
 def _or_zero(seconds: float) -> float:
@@ -624,3 +848,46 @@ def _rate(n_bytes: float, seconds: float) -> str:
 
 def _time(seconds: float) -> str:
     return "n/a" if not math.isfinite(seconds) else fmt_time(seconds)
+
+
+@dataclass(frozen=True)
+class _GpuGaps:
+    """The GPU's own gap per kernel a GPU step is charged, s, and where it came from; and the same gap once
+    its kernels are launched with programmatic dependent launch, and where that came from."""
+
+    gap_s: float
+    gap_from: str
+    pdl_gap_s: float
+    pdl_from: str
+
+
+def _gpu_gaps(launch_fits: pd.DataFrame, machine_id: str, per_op_s: float, graph: bool) -> _GpuGaps:
+    """Eager: g = ``analysis.launch.gpu_gap`` (the same run's ``gpu_gap_s``, else the documented default).
+    Graph: the node cost ``per_op_s`` itself, measured on the GPU with its gap in it. With PDL: that gap as
+    ``analysis.launch.pdl_gap`` cuts it (the same run's ``launch_pdl`` ratio, else the stated assumption)."""
+    if graph:
+        gap_s, gap_from = per_op_s, "the graph node cost (per op) holds it"
+    else:
+        gap_s, gap_from = gpu_gap(launch_fits, machine_id)
+    pdl_s, pdl_from = pdl_gap(launch_fits, machine_id, gap_s, "graph" if graph else "eager")
+    return _GpuGaps(gap_s, gap_from, pdl_s, pdl_from)
+
+
+def _pdl_cell(row: object) -> str:
+    """The step launched with PDL: overlapped–serial (eager), one figure (graph)."""
+    low, high = getattr(row, "pdl_overlapped_s", math.nan), getattr(row, "pdl_serial_s", math.nan)
+    if not (math.isfinite(low) and math.isfinite(high)):
+        return "n/a"
+    return _time(high) if low == high else f"{_time(low)}–{_time(high)}"
+
+
+def _gap_lines(rows: pd.DataFrame) -> list[str]:
+    """Where each GPU step's gap per kernel and its PDL figure came from (one line per distinct source)."""
+    if "gap_from" not in rows.columns:
+        return []
+    lines = []
+    for column, what in (("gap_from", "g"), ("pdl_from", "with PDL: the gap")):
+        sources = [source for source in dict.fromkeys(rows[column]) if isinstance(source, str)]
+        if sources:
+            lines.append(f"    {what}: {'; '.join(sources)}")
+    return lines

@@ -24,9 +24,11 @@ from analysis.host import HOST_COLUMNS, fit_host, predict_many_vs_one
 from analysis.launch import CUDA_CASES, FIT_COLUMNS, decode_with_measured, fit_launch, predict_spin
 
 #: The cases whose raw samples a fit or a compared figure reads: the numpy call sizes (the CPU law's
-#: intervals and differences), the host bandwidths and every GPU launch case. The other cases' samples
-#: (many vs one, decode steps, per-op costs) feed no figure of ``fit_all`` or ``analysis.compare``.
-SAMPLED_CASES = frozenset({"ufunc_size", "host_bandwidth", *CUDA_CASES})
+#: intervals and differences), the host bandwidths, every GPU launch case, and the cases of the measured
+#: headline figures ``analysis.compare`` judges (many vs one, the decode step and its floor, per-op costs).
+SAMPLED_CASES = frozenset(
+    {"ufunc_size", "host_bandwidth", "many_vs_one", "numpy_op", "decode_floor", "decode_step", *CUDA_CASES}
+)
 
 
 def uses_samples(bench: Mapping) -> bool:

@@ -19,8 +19,11 @@ What differs between the layouts pytest-benchmark has written, and is handled he
   ``--benchmark-save`` with ``--benchmark-save-data``).
 
 Every case is checked before it is used: a case without a name, or whose ``min`` or ``median`` is not a
-finite time > 0 (or min > median), is dropped with one line naming the file, the case and the value; raw
-samples that are not all finite times > 0 are left out of their case (its statistics stay).
+time within ``analysis.schema.TIME_RANGE_S`` (or min > median), is dropped with one line naming the file,
+the case and the value; a ``mean`` or ``max`` outside it is left empty; raw samples that are not all times
+within it are left out of their case (its statistics stay). An integer too large for a float (``1e400``
+written out) is such a value, never an error. Every text from the file (names, machine, source) is
+escaped for one line (``analysis.schema.printable``).
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ import pandas as pd
 
 from analysis.facts import fact_text
 from analysis.load import expand_paths, fact_column, machine_identity, map_batches, read_run
+from analysis.schema import TIME_RANGE_S, printable
 
 #: Columns of ``CaseLoad.frame``: run, case, statistics (s per iteration; ``rounds``, ``iterations``
 #: counts) and the raw samples (float64 array, or None).
@@ -120,20 +124,20 @@ def _read_cases(
     doc = read_run(path, samples)
     if isinstance(doc, str):
         return [], None, [doc]
-    source = str(path)
+    source = printable(path)
     machine_info = doc.get("machine_info") if isinstance(doc.get("machine_info"), Mapping) else {}
     identity = machine_identity(machine_info)
     parts = (identity["host"], identity["system"], identity["cpu_model"], identity["gpu_name"])
     run = {
         "source": source,
-        "run_datetime": doc.get("datetime") if isinstance(doc.get("datetime"), str) else None,
+        "run_datetime": _text(doc.get("datetime")),
         # The GPU only where launchbench recorded one: other suites' runs say nothing about it.
         "machine_id": " / ".join(str(part) for part in parts if part),
         **{key: identity[key] for key in ("host", "system", "cpu_model")},
-        "pb_version": doc.get("version") if isinstance(doc.get("version"), str) else None,
-        "commit": fact_text(doc, "commit"),
+        "pb_version": _text(doc.get("version")),
+        "commit": _shown(fact_text(doc, "commit")),
         "has_record": isinstance(doc.get("launchbench_run"), Mapping),
-        **{fact_column(name): fact_text(doc, name) for name in facts},
+        **{fact_column(name): _shown(fact_text(doc, name)) for name in facts},
     }
     rows: list[dict[str, object]] = []
     problems: list[str] = []
@@ -175,23 +179,24 @@ def _case_row(bench: object) -> tuple[dict[str, object] | None, str | None]:
     stats = bench.get("stats")
     if not isinstance(stats, Mapping):
         return None, f"case {name}: dropped: no stats"
+    times = {key: _time(stats.get(key)) for key in ("min", "median", "mean", "max")}
     for key in ("min", "median"):
-        if not _positive(stats.get(key)):
+        if math.isnan(times[key]):
+            low, high = TIME_RANGE_S
             return (
                 None,
-                f"case {name}: dropped: stats.{key} = {stats.get(key)!r} (must be a finite time > 0 s)",
+                f"case {name}: dropped: stats.{key} = {_value(stats.get(key))} (must be a time from {low:g} "
+                f"to {high:g} s)",
             )
-    if stats["min"] > stats["median"]:
-        return None, f"case {name}: dropped: stats.min {stats['min']!r} > stats.median {stats['median']!r}"
+    if times["min"] > times["median"]:
+        shown = f"{_value(stats['min'])} > stats.median {_value(stats['median'])}"
+        return None, f"case {name}: dropped: stats.min {shown}"
     data, problem = _samples(stats.get("data"))
     row = {
         "fullname": name,
         "name": _text(bench.get("name")) or name,
         "group": _text(bench.get("group")),
-        **{
-            key: float(stats[key]) if _positive(stats.get(key)) else math.nan
-            for key in ("min", "median", "mean", "max")
-        },
+        **times,
         **{key: stats[key] if _count(stats.get(key)) else None for key in ("rounds", "iterations")},
         "data": data,
     }
@@ -206,13 +211,15 @@ def _samples(data: object) -> tuple[np.ndarray | None, str | None]:
         return None, "raw samples left out: stats.data is not a non-empty list"
     if any(isinstance(value, bool) or not isinstance(value, int | float) for value in data):
         return None, "raw samples left out: stats.data holds something other than numbers"
-    values = np.asarray(data, dtype=float)
-    bad = ~(np.isfinite(values) & (values > 0))
+    values = np.array([_time(value) for value in data], dtype=float)
+    bad = np.isnan(values)
     if bad.any():
-        count, first = int(bad.sum()), float(values[bad][0])
+        count, first = int(bad.sum()), data[int(np.flatnonzero(bad)[0])]
+        low, high = TIME_RANGE_S
         return (
             None,
-            f"raw samples left out: {count} of {values.size} are not finite times > 0 (first: {first!r})",
+            f"raw samples left out: {count} of {values.size} are not times from {low:g} to {high:g} s "
+            f"(first: {_value(first)})",
         )
     return values, None
 
@@ -226,13 +233,32 @@ def _digest(rows: list[dict[str, object]]) -> str:
 
 
 def _text(value: object) -> str | None:
-    return value if isinstance(value, str) and value else None
+    """Non-empty text from the file, escaped for one line (``printable``); else None."""
+    return printable(value) if isinstance(value, str) and value else None
 
 
-def _positive(value: object) -> bool:
-    return (
-        isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) and value > 0
-    )
+def _shown(value: str | None) -> str | None:
+    return None if value is None else printable(value)
+
+
+def _time(value: object) -> float:
+    """``value`` as seconds when it is a number within ``TIME_RANGE_S``, else NaN (text, a bool, NaN, an
+    integer too large for a float)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return math.nan
+    try:
+        seconds = float(value)
+    except OverflowError:
+        return math.nan
+    low, high = TIME_RANGE_S
+    return seconds if low <= seconds <= high else math.nan
+
+
+def _value(value: object) -> str:
+    """A value from the file for a line: a number as written, shortened when absurdly long (an integer of
+    400 digits); anything else as its repr."""
+    text = repr(value) if not isinstance(value, str) else printable(repr(value))
+    return text if len(text) <= 24 else f"{text[:10]}…{text[-6:]} ({len(text)} characters)"
 
 
 def _count(value: object) -> bool:

@@ -6,8 +6,10 @@ From a frame of ``analysis.load`` (one or several runs), per ``machine_id``:
   fits the core's own cache (``core_cache_bytes``), the per-element cost at sizes at least twice the
   last-level cache (``llc_bytes``, i.e. from DRAM), the STREAM copy/triad bandwidth and the read-only
   bandwidth of BLAS's matrix-vector product (``read``);
-- ``predict_many_vs_one``: what that law predicts for ``many_vs_one`` beside what was measured;
-- ``summary_section``: the terminal lines of both.
+- ``predict_many_vs_one``: what that law predicts for ``many_vs_one`` beside what was measured.
+
+Its terminal lines are ``analysis.summary``'s (``host_section``): this module computes, the one above it
+writes text.
 
 Sizes between the two cache limits are left out of both fits: there the cost per element moves from the
 cache's to DRAM's (on VMs even below the reported last-level cache, which the machine shares with others).
@@ -25,26 +27,13 @@ figures compare with theirs; the bootstrap redraws it from the raw samples.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from analysis.fit import DEFAULT_LEVEL, OverheadFit, PerElementFit, fit_fixed_overhead, fit_per_element
-from analysis.intervals import positive_interval
 from model.laws import fixed_overhead_time
-from model.units import (
-    fmt_bytes,
-    fmt_count,
-    fmt_percent,
-    fmt_rate,
-    fmt_si,
-    fmt_signed_percent,
-    fmt_time,
-)
-
-if TYPE_CHECKING:
-    from analysis.fits import Fits
+from model.units import fmt_count
 
 #: A size counts as served from DRAM when its working set is at least this many times the last-level cache.
 DRAM_LLC_FACTOR = 2
@@ -166,30 +155,6 @@ def predict_many_vs_one(frame: pd.DataFrame, fits: pd.DataFrame) -> pd.DataFrame
             }
         )
     return pd.DataFrame(rows, columns=list(PREDICTION_COLUMNS))
-
-
-def summary_section(frame: pd.DataFrame, fitted: Fits | None = None) -> list[str]:
-    """Return the CPU family's summary lines for ``frame``: per machine, t0 with its CI, per-element costs in
-    cache and from DRAM, n½, host bandwidth, and many-vs-one predicted against measured. No lines when the
-    frame holds no CPU case of this family. ``fitted``: ``analysis.fits.fit_all(frame)``, fitted here when
-    not given."""
-    if fitted is None:
-        from analysis.fits import fit_all  # a cycle at import time: analysis.fits imports this module
-
-        fitted = fit_all(frame)
-    fits, predictions = fitted.host, fitted.many_vs_one
-    if fits.empty:
-        return []
-    lines: list[str] = []
-    for fit in fits.itertuples(index=False):
-        lines.append(f"CPU: numpy per-call cost and host bandwidth — {fit.machine_id}")
-        lines.append("  each case's fastest round, as timeit (best of 5) and STREAM (best rate) report")
-        lines.extend(_law_lines(fit))
-        if fit.set_aside:
-            lines.append(f"  set aside (no figure uses them): {'; '.join(fit.set_aside)}")
-        lines.extend(_bandwidth_lines(fit))
-        lines.extend(_many_vs_one_lines(predictions[predictions["machine_id"] == fit.machine_id]))
-    return lines
 
 
 def _cpu_rows(frame: pd.DataFrame) -> pd.DataFrame:
@@ -345,91 +310,3 @@ def _bandwidths(rows: pd.DataFrame) -> tuple[dict[str, float], list[str]]:
         if usable.any():
             result[f"{op}_bytes_per_s"] = float(rates[usable].median())
     return result, set_aside
-
-
-def _law_lines(fit: tuple) -> list[str]:
-    """t0, per-element costs and n½ of one ``fit_host`` row (its error instead when the fit failed)."""
-    if fit.fit_error is not None:
-        return [f"  fixed-overhead law not fitted: {fit.fit_error}"]
-    if math.isnan(fit.t0_s):
-        return []
-    sizes = fit.cache_sizes
-    outside = (
-        f"; {fit.n_outside_law:,} of {fit.n_boot:,} replicates outside the law (t0 < 0 or r∞ ≤ 0), left out "
-        "of n½'s CI"
-        if fit.n_outside_law
-        else ""
-    )
-    lines = [
-        f"  {fmt_percent(fit.level)} CIs by {fit.ci_method}{outside}",
-        f"  t0, fixed cost per call  {fmt_time(fit.t0_s):>12}   "
-        f"CI {positive_interval(fit.t0_low_s, fit.t0_high_s, fmt_time)}",
-        f"  per element, in cache    {fmt_time(fit.cache_s_per_element):>12}   "
-        f"CI {positive_interval(fit.cache_s_per_element_low, fit.cache_s_per_element_high, fmt_time)}   "
-        f"(r∞ = {fmt_si(fit.r_inf_per_s, 'elem/s')})",
-        f"      law fitted on {fit.cache_points} points at {len(sizes)} sizes, n = {fmt_count(sizes[0])} … "
-        f"{fmt_count(sizes[-1])}: working set ≤ {fmt_bytes(fit.core_cache_bytes)} core cache",
-    ]
-    if fit.dram_points:
-        lines += [
-            f"  per element, from DRAM   {fmt_time(fit.dram_s_per_element):>12}   "
-            f"CI {positive_interval(fit.dram_s_per_element_low, fit.dram_s_per_element_high, fmt_time)}",
-            f"      from {fit.dram_points} point(s) at n = "
-            f"{', '.join(fmt_count(n) for n in fit.dram_sizes)}: working set ≥ {DRAM_LLC_FACTOR} × "
-            f"{fmt_bytes(fit.llc_bytes)} LLC",
-        ]
-    else:
-        lines.append(
-            f"  per element, from DRAM   not measured: no size with a working set ≥ {DRAM_LLC_FACTOR} × "
-            f"{fmt_bytes(fit.llc_bytes)} LLC"
-        )
-    lines.append(
-        f"  n½ = t0·r∞               {fmt_count(fit.n_half) + ' elem':>12}   "
-        f"CI {positive_interval(fit.n_half_low, fit.n_half_high, fmt_count)}: smaller calls are mostly fixed "
-        "cost"
-    )
-    return lines
-
-
-def _bandwidth_lines(fit: tuple) -> list[str]:
-    parts = [
-        f"{op} {fmt_rate(value)}"
-        for op, value in (("copy", fit.copy_bytes_per_s), ("triad", fit.triad_bytes_per_s))
-        if not math.isnan(value)
-    ]
-    lines = []
-    if parts:
-        convention = "(bytes by STREAM's convention: no write-allocate)"
-        lines.append(f"  host bandwidth (STREAM)  {', '.join(parts)}   {convention}")
-    if not math.isnan(fit.read_bytes_per_s):
-        lines.append(
-            f"  read bandwidth (BLAS)    {fmt_rate(fit.read_bytes_per_s)}   (float32 W @ x: W read once)"
-        )
-    return lines
-
-
-def _many_vs_one_lines(predictions: pd.DataFrame) -> list[str]:
-    """A table of many-vs-one: per pieces, measured, predicted and error for each variant."""
-    if predictions.empty:
-        return []
-    total = int((predictions["n"] * predictions["pieces"]).max())
-    variants = sorted(predictions["variant"].unique(), key=lambda v: (v != "views", v))
-    lines = [
-        f"  many small vs one big (N = {fmt_count(total)} elements in pieces of n; measured: fastest round): "
-        f"predicted = {' or '.join(sorted(predictions['basis'].unique(), reverse=True))}",
-        "    pieces" + "".join(f"   {variant + ': measured':>17}  predicted   error" for variant in variants),
-    ]
-    table = predictions.set_index(["pieces", "variant"])
-    for pieces in sorted(predictions["pieces"].unique()):
-        cells = []
-        for variant in variants:
-            if (pieces, variant) in table.index:
-                case = table.loc[(pieces, variant)]
-                cells.append(
-                    f"   {fmt_time(case['measured_s']):>17}  {fmt_time(case['predicted_s']):>9}  "
-                    f"{fmt_signed_percent(case['rel_error']):>6}"
-                )
-            else:
-                cells.append(f"   {'':>17}  {'':>9}  {'':>6}")
-        lines.append(f"    {fmt_count(pieces):>6}" + "".join(cells))
-    return lines

@@ -7,8 +7,17 @@ only by ``per_kernel_s``. Slopes and intercepts come from ``analysis.fit.fit_fix
 N·slope, weighted by 1/t², bootstrap CIs over points and raw samples where saved); the knee from a fit of
 max(L, d + g) to the eager spin kernels, d the duration each spin achieved where the run recorded it; the
 launch-cost ladder (``launch_args``) per layer from a weighted least-squares fit of cost per launch =
-a + b·n_args (t intervals: five argument counts). Every fit says how many points it used and how many it
-set aside, and why (``n_points``, ``n_set_aside``, ``note``). All values are SI (seconds).
+a + b·n_args (t intervals: five argument counts); the programmatic-dependent-launch case (``launch_pdl``)
+as four event-time slopes, the same kernel with and without the attribute, eager and as graph nodes. Every
+fit says how many points it used and how many it set aside, and why (``n_points``, ``n_set_aside``,
+``note``). All values are SI (seconds).
+
+Compositions are ``model.launch``'s as the hardware works: eager launches with the GPU's own gap per kernel
+g (``gpu_gap_s`` of the same run where measured, else ``model.launch.DEFAULT_GAP_S``, said in ``gap_from``),
+a graph replay as a sum (``compose_graph``), and a graph with programmatic dependent launch, whose node gap
+is the graph's × the measured ratio pdl_graph_node_s / pdl_plain_graph_node_s (``pdl_gap``) where the run
+has the ``launch_pdl`` case, else cut by the assumed share ``model.launch.DEFAULT_PDL_HIDDEN_SHARE``. The
+lecture's assumed rows keep the seed's model (g = 0).
 """
 
 from __future__ import annotations
@@ -32,7 +41,16 @@ from analysis.fit import (
     weighted_least_squares,
 )
 from model.hardware import H100, GPUSpec
-from model.launch import PLANS, Composition, compose, compose_graph
+from model.launch import (
+    DEFAULT_GAP_S,
+    DEFAULT_PDL_HIDDEN_SHARE,
+    PLANS,
+    SEED_GAP_S,
+    Composition,
+    compose,
+    compose_graph,
+    pdl_gap_s,
+)
 from model.llm import LLAMA31_8B, LLAMA32_1B, ModelConfig
 from model.roofline import decode_step
 from model.tables import format_table
@@ -42,7 +60,16 @@ if TYPE_CHECKING:
     from analysis.fits import Fits
 
 #: The cases of the GPU launch suite (``extra_info["case"]``).
-CUDA_CASES = ("launch_batch", "launch_sync_each", "graph_replay", "spin", "enqueue", "sync", "launch_args")
+CUDA_CASES = (
+    "launch_batch",
+    "launch_sync_each",
+    "graph_replay",
+    "spin",
+    "enqueue",
+    "sync",
+    "launch_args",
+    "launch_pdl",
+)
 
 #: The launch-cost ladder's layers (``extra_info["layer"]``) -> the timing column whose per-launch value is
 #: fitted: the host's time per launch while a blocking kernel holds the GPU ("cupy", "driver"), or the GPU's
@@ -67,6 +94,10 @@ QUANTITIES: Mapping[str, str] = {
     "ladder_driver_per_arg_s": "host cost per kernel argument, cuLaunchKernel (launch_args driver, slope)",
     "ladder_graph_s": "GPU time per graph node without arguments (launch_args graph, intercept)",
     "ladder_graph_per_arg_s": "GPU time per kernel argument of a graph node (launch_args graph, slope)",
+    "pdl_gap_s": "GPU time per kernel launched with PDL (launch_pdl eager, event-time slope)",
+    "pdl_plain_gap_s": "GPU time per kernel without PDL (launch_pdl eager, event-time slope)",
+    "pdl_graph_node_s": "GPU time per graph node captured with PDL (launch_pdl graph, event-time slope)",
+    "pdl_plain_graph_node_s": "GPU time per graph node without PDL (launch_pdl graph, event-time slope)",
 }
 
 #: Columns of ``fit_launch``'s frame. ``n_points``: points the fit used; ``n_set_aside``: points of its case
@@ -99,6 +130,8 @@ SPIN_COLUMNS = (
     "within_bounds",
     "error_vs_serial",
     "error_vs_overlapped",
+    "gap_s",  # the GPU's own gap per kernel charged (eager: g; graph: the fitted graph_node_s), s
+    "gap_from",  # where gap_s came from: the same run's fit, or model.launch's documented default
 )
 
 #: Columns of ``decode_with_measured``'s frame.
@@ -116,6 +149,8 @@ DECODE_COLUMNS = (
     "overhead_share",
     "tok_per_s_serial",
     "tok_per_s_overlapped",
+    "gap_s",  # the GPU's own gap per kernel (node) charged, s: 0 in the seed's model
+    "gap_from",  # where gap_s came from (the same run's fit, model.launch's default, the PDL assumption)
 )
 
 #: The lecture's assumed CPU-side cost of one launch (seed, demo 2), s.
@@ -136,6 +171,19 @@ _LINEAR_FITS = (
     (None, "graph_enqueue_s", "enqueue", "graph", "median"),
     ("gpu_gap_s", None, "enqueue", "eager", "gpu_time_s"),
 )
+# The PDL case's event-time slopes: quantity, mode, whether launched with the attribute.
+_PDL_FITS = (
+    ("pdl_gap_s", "eager", True),
+    ("pdl_plain_gap_s", "eager", False),
+    ("pdl_graph_node_s", "graph", True),
+    ("pdl_plain_graph_node_s", "graph", False),
+)
+#: ``gap_from`` of a gap the same run measured, and of ``model.launch``'s defaults.
+GAP_MEASURED = "gpu_gap_s of the same run"
+GAP_DEFAULT = "default 1.3 µs (Hazy Research 2025, H100)"
+PDL_MEASURED = "× with / without PDL, launch_pdl of the same run"
+PDL_ASSUMED = "× (1 − 0.5): PDL assumed to hide half of g (model.launch)"
+GAP_SEED = "the seed's model: g = 0"
 _MIN_POINTS_FOR_MEDIAN_CI = 6
 _CI_T_INTERVAL = "t interval of a weighted least-squares fit"
 _LADDER_TOO_FEW = "needs at least 3 points over at least 2 argument counts"
@@ -183,6 +231,14 @@ def fit_launch(
             points = ladder[ladder["layer"] == layer] if "layer" in ladder.columns else ladder.iloc[0:0]
             if not points.empty:
                 rows.extend(_ladder_rows(machine_id, layer, points, level))
+        pdl = _case_rows(machine, "launch_pdl")
+        for quantity, mode, with_pdl in _PDL_FITS:
+            points = (
+                pdl[(pdl["mode"] == mode) & (pdl["pdl"] == with_pdl)] if "pdl" in pdl.columns else pdl[0:0]
+            )
+            if not points.empty:
+                names = (quantity, None)
+                rows.extend(_linear_rows(machine_id, points, "gpu_time_s", names, level, n_boot, seed))
     return pd.DataFrame(rows, columns=list(FIT_COLUMNS))
 
 
@@ -210,14 +266,44 @@ def usable_cost(seconds: float) -> bool:
     return math.isfinite(seconds) and seconds >= 0
 
 
+def gpu_gap(fits: pd.DataFrame, machine_id: str) -> tuple[float, str]:
+    """The GPU's own gap per kernel boundary for ``machine_id``, s, and where it came from: the same run's
+    ``gpu_gap_s`` where fitted (``GAP_MEASURED``), else ``model.launch.DEFAULT_GAP_S`` (``GAP_DEFAULT``)."""
+    measured = fitted(fits, machine_id, "gpu_gap_s") if not fits.empty else math.nan
+    if usable_cost(measured):
+        return measured, GAP_MEASURED
+    return DEFAULT_GAP_S, GAP_DEFAULT
+
+
+def pdl_gap(fits: pd.DataFrame, machine_id: str, gap_s: float, mode: str) -> tuple[float, str]:
+    """The gap per kernel (``mode`` "eager") or per graph node (``mode`` "graph") once the kernels are
+    launched with programmatic dependent launch, s, from the gap ``gap_s`` without it, and where it came from:
+    ``gap_s`` × the same run's ``launch_pdl`` ratio with / without the attribute (pdl_gap_s /
+    pdl_plain_gap_s eager, pdl_graph_node_s / pdl_plain_graph_node_s graph) where both are fitted
+    (``PDL_MEASURED``; a ratio above 1 is kept: PDL then costs), else ``model.launch.pdl_gap_s`` with the
+    assumed share ``DEFAULT_PDL_HIDDEN_SHARE`` (``PDL_ASSUMED``)."""
+    with_name, plain_name = ("pdl_graph_node_s", "pdl_plain_graph_node_s")
+    if mode == "eager":
+        with_name, plain_name = ("pdl_gap_s", "pdl_plain_gap_s")
+    elif mode != "graph":
+        raise ValueError(f"mode must be 'eager' or 'graph', got {mode!r}")
+    with_pdl = fitted(fits, machine_id, with_name) if not fits.empty else math.nan
+    plain = fitted(fits, machine_id, plain_name) if not fits.empty else math.nan
+    if usable_cost(with_pdl) and usable_cost(plain) and plain > 0:
+        return gap_s * with_pdl / plain, PDL_MEASURED
+    return pdl_gap_s(gap_s, DEFAULT_PDL_HIDDEN_SHARE), PDL_ASSUMED
+
+
 def predict_spin(frame: pd.DataFrame, fits: pd.DataFrame) -> pd.DataFrame:
     """Hold every ``spin`` row (N kernels of d ns) against ``model.launch``'s serial and overlapped bounds.
 
-    Eager: ``compose(N·d, N, launch_s)``; graph: ``compose_graph(N·d, N, graph_node_s, graph_enqueue_s)``;
-    both bounds plus the synchronise round trip (``sync_round_trip_s``) every timed call ends with. d is the
-    duration the spins achieved (``achieved_ns``) where the run recorded it, else the requested one.
-    ``error_vs_*`` = (measured − bound) / bound; a measurement ``within_bounds`` lies between overlapped and
-    serial. Rows whose machine lacks a fit they need are left out. Columns ``SPIN_COLUMNS``.
+    Eager: ``compose(N·d, N, launch_s, g)``, g the GPU's own gap (``gpu_gap``: the same run's ``gpu_gap_s``,
+    else the documented default); graph: ``compose_graph(N·d, N, graph_node_s, graph_enqueue_s)``, a sum
+    (its two bounds equal: one figure, not a band); both plus the synchronise round trip
+    (``sync_round_trip_s``) every timed call ends with. d is the duration the spins achieved (``achieved_ns``)
+    where the run recorded it, else the requested one. ``error_vs_*`` = (measured − bound) / bound; a
+    measurement ``within_bounds`` lies between overlapped and serial. Rows whose machine lacks a fit they need
+    are left out. Columns ``SPIN_COLUMNS``.
     """
     rows: list[dict[str, object]] = []
     spin, _, _ = _usable(_case_rows(cuda_rows(frame), "spin"), positive=("median", "n_kernels"))
@@ -229,7 +315,7 @@ def predict_spin(frame: pd.DataFrame, fits: pd.DataFrame) -> pd.DataFrame:
         composition = _spin_composition(fits, machine_id, mode, n_kernels, row.duration_s)
         if composition is None:
             continue
-        serial_s, overlapped_s = composition
+        serial_s, overlapped_s, gap_s, gap_from = composition
         measured_s = float(row.median)
         rows.append(
             {
@@ -246,6 +332,8 @@ def predict_spin(frame: pd.DataFrame, fits: pd.DataFrame) -> pd.DataFrame:
                 "within_bounds": bool(overlapped_s <= measured_s <= serial_s),
                 "error_vs_serial": (measured_s - serial_s) / serial_s,
                 "error_vs_overlapped": (measured_s - overlapped_s) / overlapped_s,
+                "gap_s": gap_s,
+                "gap_from": gap_from,
             }
         )
     return pd.DataFrame(rows, columns=list(SPIN_COLUMNS))
@@ -259,12 +347,15 @@ def decode_with_measured(
     ctx: int = DEMO2_CTX,
     assumed_launch_s: Sequence[float] = ASSUMED_LAUNCH_S,
 ) -> pd.DataFrame:
-    """The lecture's demo 2 (one decode step of each model on ``gpu``: roofline GPU time plus launches, per
+    """The lecture's demo 2 (one decode step of each model on ``gpu``: roofline GPU work plus launches, per
     kernel plan) with the assumed launch costs and, per machine in ``fits``, the measured ones.
 
-    ``launch`` says which: ``"assumed"`` (``machine_id`` None), ``"measured eager"`` (``compose`` with the
-    machine's ``launch_s``) or ``"measured graph"`` (``compose_graph`` with its ``graph_node_s`` and
-    ``graph_enqueue_s``; ``t_launch_s`` then holds the per-node cost). Columns ``DECODE_COLUMNS``.
+    ``launch`` says which: ``"assumed"`` (``machine_id`` None; the seed's model, g = 0), ``"measured eager"``
+    (``compose`` with the machine's ``launch_s`` and its GPU gap g, ``gpu_gap``), ``"measured graph"``
+    (``compose_graph`` with its ``graph_node_s`` and ``graph_enqueue_s``: a sum; ``t_launch_s`` then holds
+    the per-node cost) or ``"measured graph + PDL"`` (the same graph with each node's gap as ``pdl_gap``
+    gives it: measured where the run has ``launch_pdl``, else assumed). ``gap_s`` / ``gap_from`` say which
+    gap each row charged. Columns ``DECODE_COLUMNS``.
     """
     measured = []
     for machine_id in sorted(fits["machine_id"].unique()) if not fits.empty else []:
@@ -281,21 +372,52 @@ def decode_with_measured(
             n_kernels = plan.n_kernels(cfg)
 
             for t_launch_s in assumed_launch_s:
-                composition = compose(t_gpu_s, n_kernels, t_launch_s, batch)
-                rows.append(_decode_row(None, cfg, plan.name, "assumed", t_launch_s, math.nan, composition))
+                composition = compose(t_gpu_s, n_kernels, t_launch_s, SEED_GAP_S, batch)
+                rows.append(
+                    _decode_row(None, cfg, plan.name, "assumed", t_launch_s, math.nan, composition, GAP_SEED)
+                )
             for machine_id, launch_s, node_s, graph_s in measured:
                 if usable_cost(launch_s):
-                    composition = compose(t_gpu_s, n_kernels, launch_s, batch)
+                    gap_s, gap_from = gpu_gap(fits, machine_id)
+                    composition = compose(t_gpu_s, n_kernels, launch_s, gap_s, batch)
                     rows.append(
                         _decode_row(
-                            machine_id, cfg, plan.name, "measured eager", launch_s, math.nan, composition
+                            machine_id,
+                            cfg,
+                            plan.name,
+                            "measured eager",
+                            launch_s,
+                            math.nan,
+                            composition,
+                            gap_from,
                         )
                     )
                 if usable_cost(node_s) and usable_cost(graph_s):
                     composition = compose_graph(t_gpu_s, n_kernels, node_s, graph_s, batch)
                     rows.append(
                         _decode_row(
-                            machine_id, cfg, plan.name, "measured graph", node_s, graph_s, composition
+                            machine_id,
+                            cfg,
+                            plan.name,
+                            "measured graph",
+                            node_s,
+                            graph_s,
+                            composition,
+                            "graph_node_s of the same run",
+                        )
+                    )
+                    pdl_s, pdl_from = pdl_gap(fits, machine_id, node_s, "graph")
+                    composition = compose_graph(t_gpu_s, n_kernels, pdl_s, graph_s, batch)
+                    rows.append(
+                        _decode_row(
+                            machine_id,
+                            cfg,
+                            plan.name,
+                            "measured graph + PDL",
+                            pdl_s,
+                            graph_s,
+                            composition,
+                            pdl_from,
                         )
                     )
     return pd.DataFrame(rows, columns=list(DECODE_COLUMNS))
@@ -600,9 +722,10 @@ def _spin_durations_s(points: pd.DataFrame) -> np.ndarray:
 
 def _spin_composition(
     fits: pd.DataFrame, machine_id: str, mode: str, n_kernels: int, kernel_s: float
-) -> tuple[float, float] | None:
-    """(serial, overlapped) seconds per call of ``n_kernels`` spin kernels of ``kernel_s`` in ``mode``, each
-    bound plus the synchronise round trip the timed call ends with; None when a needed fit is missing."""
+) -> tuple[float, float, float, str] | None:
+    """(serial, overlapped, gap per kernel, where the gap came from) seconds per call of ``n_kernels`` spin
+    kernels of ``kernel_s`` in ``mode``, each bound plus the synchronise round trip the timed call ends with;
+    None when a needed fit is missing."""
     t_gpu_s = n_kernels * kernel_s
     sync_s = fitted(fits, machine_id, "sync_round_trip_s")
     if mode == "graph":
@@ -613,12 +736,14 @@ def _spin_composition(
         if not (usable_cost(node_s) and usable_cost(graph_s) and usable_cost(sync_s)):
             return None
         composition = compose_graph(t_gpu_s, n_kernels, node_s, graph_s)
+        gap_from = "graph_node_s of the same run"
     else:
         launch_s = fitted(fits, machine_id, "launch_s")
         if not (usable_cost(launch_s) and usable_cost(sync_s)):
             return None
-        composition = compose(t_gpu_s, n_kernels, launch_s)
-    return composition.serial_s + sync_s, composition.overlapped_s + sync_s
+        gap_s, gap_from = gpu_gap(fits, machine_id)
+        composition = compose(t_gpu_s, n_kernels, launch_s, gap_s)
+    return composition.serial_s + sync_s, composition.overlapped_s + sync_s, composition.gap_s, gap_from
 
 
 def _decode_row(
@@ -629,6 +754,7 @@ def _decode_row(
     t_launch_s: float,
     t_graph_launch_s: float,
     composition: Composition,
+    gap_from: str,
 ) -> dict[str, object]:
     return {
         "machine_id": machine_id,
@@ -644,6 +770,8 @@ def _decode_row(
         "overhead_share": composition.overhead_share,
         "tok_per_s_serial": composition.tok_per_s_serial,
         "tok_per_s_overlapped": composition.tok_per_s_overlapped,
+        "gap_s": composition.gap_s,
+        "gap_from": gap_from,
     }
 
 
@@ -668,8 +796,16 @@ def _spin_cells(row: object) -> list[str]:
         fmt_time(float(per_kernel_s(row.measured_s, n))),
         fmt_time(float(per_kernel_s(row.overlapped_s, n))),
         fmt_time(float(per_kernel_s(row.serial_s, n))),
-        "yes" if row.within_bounds else "no",
+        _inside_cell(row),
     ]
+
+
+def _inside_cell(row: object) -> str:
+    """Whether a spin row lies inside its band; where the composition is one figure (a graph replay: a sum),
+    how far the measurement is from it."""
+    if row.serial_s == row.overlapped_s:
+        return f"{row.error_vs_serial:+.1%} off the sum"
+    return "yes" if row.within_bounds else "no"
 
 
 def _ladder_lines(machine: pd.DataFrame, fits: pd.DataFrame) -> list[str]:
@@ -707,14 +843,16 @@ def _ladder_lines(machine: pd.DataFrame, fits: pd.DataFrame) -> list[str]:
 
 
 def _decode_lines(decode: pd.DataFrame, machine_id: str) -> list[str]:
-    """Demo 2 for one machine: per model and plan, the serial step at each assumed launch cost beside the
-    serial and overlapped step at the machine's measured eager and graph costs; none without them."""
+    """Demo 2 for one machine: per model and plan, the serial step at each assumed launch cost (the seed's
+    model) beside the serial and overlapped step at the machine's measured eager costs with the GPU's gap, its
+    graph replay and the graph with PDL (one figure each: a sum); none without them."""
     ours = decode[decode["machine_id"] == machine_id]
     if ours.empty:
         return []
     assumed = decode[decode["launch"] == "assumed"]
     assumed_costs = " / ".join(fmt_time(t) for t in dict.fromkeys(assumed["t_launch_s"]))
-    headers = ["model", "plan", "kernels", "GPU work", f"serial at {assumed_costs}", "eager", "graph"]
+    headers = ["model", "plan", "kernels", "GPU work", f"seed's model at {assumed_costs}", "eager", "graph"]
+    headers.append("graph + PDL")
     table_rows = []
     for (config, plan), group in assumed.groupby(["config", "plan"], sort=False):
         measured = ours[(ours["config"] == config) & (ours["plan"] == plan)]
@@ -726,14 +864,27 @@ def _decode_lines(decode: pd.DataFrame, machine_id: str) -> list[str]:
                 fmt_time(group["t_gpu_s"].iloc[0]),
                 " / ".join(fmt_time(t) for t in group["serial_s"]),
                 _bounds_cell(measured[measured["launch"] == "measured eager"]),
-                _bounds_cell(measured[measured["launch"] == "measured graph"]),
+                _sum_cell(measured[measured["launch"] == "measured graph"]),
+                _sum_cell(measured[measured["launch"] == "measured graph + PDL"]),
             ]
         )
+    gaps = []
+    for launch, what in (("measured eager", "eager g"), ("measured graph + PDL", "PDL node gap")):
+        rows = ours[ours["launch"] == launch]
+        if not rows.empty:
+            gaps.append(f"{what} {fmt_time(rows['gap_s'].iloc[0])} ({rows['gap_from'].iloc[0]})")
     return [
         f"    lecture demo 2, one decode step on {DEMO2_GPU.name} (roofline GPU work, batch {DEMO2_BATCH}, "
-        f"ctx {DEMO2_CTX}); assumed launch costs vs measured, serial / overlapped:",
+        f"ctx {DEMO2_CTX}); assumed launch costs in the seed's model (g = 0) vs measured: eager serial / "
+        "overlapped with the GPU's gap g per kernel; graph and graph + PDL one figure each (launch, then a "
+        "synchronise: a sum)",
+        *([f"    {'; '.join(gaps)}"] if gaps else []),
         *(f"      {line}" for line in format_table(headers, table_rows).splitlines()),
     ]
+
+
+def _sum_cell(rows: pd.DataFrame) -> str:
+    return "n/a" if rows.empty else fmt_time(rows.iloc[0]["serial_s"])
 
 
 def _bounds_cell(rows: pd.DataFrame) -> str:

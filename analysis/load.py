@@ -36,29 +36,37 @@ changed (``load_doc``'s caller keeps its run as it was).
 
 from __future__ import annotations
 
+import contextlib
+import fnmatch
 import glob
 import hashlib
 import json
 import math
 import os
 import signal
+import stat
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import FIRST_EXCEPTION, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
 import numpy as np
-import orjson
 import pandas as pd
 
 from analysis.facts import fact_text
 from analysis.schema import RUN_RECORD_KEY as RUN_RECORD_KEY  # the data contract's keys, re-exported
 from analysis.schema import SUITE, CheckedRun, check_run, printable
-from analysis.signals import held, release
+from analysis.signals import WorkerLost, held, release
 from model.hardware import ATTRIBUTE_KEYS
+
+try:
+    import orjson
+except ImportError:  # the GPU machine's image has none: json reads every run alike, only slower
+    from analysis import json_fallback as orjson
 
 #: pytest-benchmark statistics kept as columns; all are seconds per iteration except rounds/iterations/ops.
 STAT_COLUMNS = ("min", "max", "mean", "stddev", "median", "iqr", "q1", "q3", "ops", "rounds", "iterations")
@@ -156,8 +164,10 @@ def machine_identity(machine_info: Mapping) -> dict[str, object]:
     machine from another (logical CPUs, the machine id the run stored), its cache sizes and the GPU's
     recorded attributes (``gpu_attributes``: (key, value) pairs of ``model.hardware.ATTRIBUTE_KEYS``).
 
-    ``machine_id`` is always composed from the facts, "host / OS / CPU model / GPU name or 'no GPU'" (as
-    ``benchmarks.provenance.machine_id`` composes it when saving), never taken as stored: ids stored before
+    ``machine_id`` is always composed from the facts, "who / OS / CPU model / GPU name or 'no GPU'" (as
+    ``benchmarks.provenance.machine_id`` composes it when saving; who: the ``machine_name`` the user gave the
+    machine, else "host#``machine_fingerprint``", else the host alone: runs saved before either existed keep
+    the id they had), never taken as stored: ids stored before
     the OS was part of them, and runs saved without ``machine_info["launchbench"]``, get the same id as new
     runs of the same machine, and a Windows and a Linux run of one laptop get two. OS = pytest-benchmark's
     ``machine_info["system"]`` (``platform.system()``).
@@ -183,9 +193,11 @@ def machine_identity(machine_info: Mapping) -> dict[str, object]:
         else ()
     )
     logical = ours.get("logical_cpus", cpu_info.get("count"))
+    name, fingerprint = _text(ours.get("machine_name")), _text(ours.get("machine_fingerprint"))
+    who = name or (f"{host}#{fingerprint}" if fingerprint else host)
     # Cache sizes (bytes, None when unknown) tell analysis which sizes were served from cache or DRAM.
     return {
-        "machine_id": " / ".join(part for part in (host, system, cpu_model, gpu_label) if part),
+        "machine_id": " / ".join(part for part in (who, system, cpu_model, gpu_label) if part),
         "host": host,
         "system": system,
         "cpu_model": cpu_model,
@@ -279,32 +291,104 @@ def _expand(paths: Iterable[str | Path]) -> tuple[list[Path], list[str]]:
 
     for raw in paths:
         text = str(raw)
-        if Path(text).exists():
-            matches = [Path(text)]
-        elif _GLOB_CHARS & set(text):
-            matches = [Path(match) for match in sorted(glob.glob(text, recursive=True))]  # noqa: PTH207 (absolute patterns)
-            if not matches:
-                problems.append(f"{printable(text)}: the pattern matches no file")
+        try:
+            if Path(text).exists():
+                matches = [Path(text)]
+            elif _GLOB_CHARS & set(text):
+                matches = _globbed(text)
+                if not matches:
+                    problems.append(f"{printable(text)}: the pattern matches no file")
+                    continue
+            elif Path(text).is_symlink():
+                problems.append(f"{printable(text)}: a link to nothing (broken link): skipped")
                 continue
-        else:
-            problems.append(f"{printable(text)}: no such file or folder")
-            continue
-        for match in matches:
-            if match.is_dir():
-                found, unreadable = _json_files(match)
-                problems.extend(unreadable)
-                if not found and not unreadable:
-                    problems.append(f"{printable(match)}: folder holds no saved run (no .json file under it)")
-                for path in found:
-                    add(path)
             else:
-                add(match)
+                problems.append(f"{printable(text)}: no such file or folder")
+                continue
+            for match in matches:
+                if match.is_dir():
+                    found, unreadable = _json_files(match)
+                    problems.extend(unreadable)
+                    if not found and not unreadable:
+                        problems.append(
+                            f"{printable(match)}: folder holds no saved run (no .json file under it)"
+                        )
+                    for path in found:
+                        add(path)
+                elif _regular(match, problems):
+                    add(match)
+        except (OSError, RuntimeError) as exc:  # a name the OS refuses (too long), a link loop
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+            problems.append(f"{printable(text)}: the OS refuses this path ({reason}): skipped")
     return files, problems
+
+
+def _regular(path: Path, problems: list[str]) -> bool:
+    """Whether ``path`` is a regular file (a saved run may be one); else one line in ``problems`` saying what
+    it is: a pipe or a device would block or never end when read, a broken link names nothing."""
+    try:
+        mode = path.stat().st_mode
+    except OSError as exc:
+        what = "a link to nothing (broken link)" if path.is_symlink() else f"cannot be read ({exc.strerror})"
+        problems.append(f"{printable(path)}: {what}: skipped")
+        return False
+    if stat.S_ISREG(mode):
+        return True
+    what = "a folder" if stat.S_ISDIR(mode) else "a pipe" if stat.S_ISFIFO(mode) else "not a regular file"
+    problems.append(f"{printable(path)}: {what}, not a saved run file: skipped")
+    return False
+
+
+def _globbed(pattern: str) -> list[Path]:
+    """The paths ``pattern`` matches, sorted (``**``: any folders deep). ``**`` does not follow links to
+    folders (as ``os.walk``): ``glob.glob`` does, and a link loop under it makes the search run for
+    minutes; a folder given as a folder is searched the same way (``_json_files``)."""
+    if "**" not in pattern:
+        return [Path(match) for match in sorted(glob.glob(pattern))]  # noqa: PTH207 (absolute patterns)
+    parts = Path(pattern).parts
+    literal = next((index for index, part in enumerate(parts) if _GLOB_CHARS & set(part)), len(parts))
+    base = Path(*parts[:literal]) if literal else Path()
+    found: list[Path] = []
+    _walk_pattern(base, parts[literal:], found, shown=Path(*parts[:literal]) if literal else None)
+    return sorted(dict.fromkeys(found))
+
+
+def _walk_pattern(folder: Path, parts: Sequence[str], found: list[Path], shown: Path | None) -> None:
+    """Add to ``found`` what the pattern ``parts`` matches under ``folder`` (named ``shown``, None for the
+    current folder), as ``glob`` matches them (a leading "." matched only by a pattern that has one), links
+    to folders not entered by ``**``."""
+    if not parts:
+        found.append(shown if shown is not None else Path())
+        return
+    head, rest = parts[0], parts[1:]
+    if head == "**":
+        _walk_pattern(folder, rest, found, shown)
+        for entry in _entries(folder):
+            if not entry.name.startswith(".") and entry.is_dir(follow_symlinks=False):
+                child = shown / entry.name if shown is not None else Path(entry.name)
+                _walk_pattern(Path(entry.path), parts, found, child)
+        return
+    for entry in _entries(folder):
+        if entry.name.startswith(".") and not head.startswith("."):
+            continue
+        if fnmatch.fnmatchcase(entry.name, head) and (not rest or entry.is_dir()):
+            child = shown / entry.name if shown is not None else Path(entry.name)
+            _walk_pattern(Path(entry.path), rest, found, child)
+
+
+def _entries(folder: Path) -> list[os.DirEntry]:
+    """The entries of ``folder``; none when it cannot be read (the pattern then matches nothing there)."""
+    try:
+        with os.scandir(folder) as entries:
+            return list(entries)
+    except OSError:
+        return []
 
 
 def _json_files(folder: Path) -> tuple[list[Path], list[str]]:
     """The ``*.json`` files under ``folder`` (sorted; symlinked folders not followed, as ``Path.rglob``),
-    and one line per folder under it that cannot be read (its runs would otherwise be missed in silence)."""
+    and one line per folder under it that cannot be read (its runs would otherwise be missed in silence)
+    and per ``*.json`` that is no regular file (a pipe, a broken link, a folder: ``_regular``)."""
     unreadable: list[str] = []
 
     def note(error: OSError) -> None:
@@ -312,13 +396,16 @@ def _json_files(folder: Path) -> tuple[list[Path], list[str]]:
         reason = error.strerror or error
         unreadable.append(f"{where}: folder cannot be read ({reason}): the runs in it are not loaded")
 
-    found = [
-        Path(root) / name
-        for root, _, names in os.walk(folder, onerror=note)
-        for name in names
-        if name.endswith(".json")
-    ]
-    return sorted(path for path in found if path.is_file()), unreadable
+    found = []
+    for root, folders, names in os.walk(folder, onerror=note):
+        found += [Path(root) / name for name in names if name.endswith(".json")]
+        unreadable += [
+            f"{printable(Path(root) / name)}: a folder named like a run file: searched as a folder"
+            for name in folders
+            if name.endswith(".json")
+        ]
+    files = sorted(found)
+    return [path for path in files if _regular(path, unreadable)], unreadable
 
 
 FileResult = tuple[list[dict[str, object]], dict[str, object] | None, list[str]]
@@ -455,10 +542,65 @@ def map_batches(
             futures = [pool.submit(function, batch, *args) for batch in batches]  # starts the workers
         if meanwhile is not None:
             meanwhile()
+        _await(pool, futures)
         return [future.result() for future in futures]
+    except BrokenProcessPool as exc:
+        raise WorkerLost(_lost_line(pool)) from exc
     finally:
         if pool is not None:
-            pool.shutdown(wait=True, cancel_futures=True)
+            _stop(pool)
+
+
+#: How often (s) the command checks that its loading workers are alive while it waits for them.
+_WORKER_CHECK_S = 0.1
+
+
+def _await(pool: ProcessPoolExecutor, futures: list[Future]) -> None:
+    """Wait until every one of ``futures`` is done; ``WorkerLost`` as soon as a worker of ``pool`` has ended.
+    ``ProcessPoolExecutor`` alone may wait forever: a worker killed while it sends a batch's result leaves
+    half a message in the result pipe, which its manager thread then waits on for good."""
+    pending = set(futures)
+    while pending:
+        _, pending = wait(pending, timeout=_WORKER_CHECK_S, return_when=FIRST_EXCEPTION)
+        if any(future.done() and future.exception() is not None for future in futures):
+            return  # ``result()`` raises it (BrokenProcessPool when a worker died and the pool noticed)
+        if pending and any(process.exitcode is not None for process in _workers(pool)):
+            raise WorkerLost(_lost_line(pool))
+
+
+def _workers(pool: ProcessPoolExecutor) -> list[object]:
+    """The worker processes of ``pool`` (``multiprocessing.Process``; the executor keeps them by pid)."""
+    return list((getattr(pool, "_processes", None) or {}).values())
+
+
+def _lost_line(pool: ProcessPoolExecutor | None) -> str:
+    """One line saying which loading worker ended and how (a signal's name where one killed it)."""
+    ended = [process for process in (_workers(pool) if pool else []) if process.exitcode is not None]
+    how = ""
+    if ended and ended[0].exitcode < 0:
+        with contextlib.suppress(ValueError):
+            how = f" by {signal.Signals(-ended[0].exitcode).name}"
+    which = f" (pid {ended[0].pid}, ended{how})" if ended else ""
+    return (
+        f"a loading worker process{which} ended before its files were read (killed? out of memory?): "
+        "nothing was loaded; run the command again, or with fewer files at once"
+    )
+
+
+def _stop(pool: ProcessPoolExecutor) -> None:
+    """End ``pool``'s workers: wait for them when all are alive (an interrupt: each ends after its batch);
+    when one has died, kill the others and do not wait (the pool's manager thread may never return)."""
+    workers = _workers(pool)
+    if all(process.exitcode is None for process in workers):
+        pool.shutdown(wait=True, cancel_futures=True)
+        return
+    for process in workers:
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            process.kill()
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in workers:
+        with contextlib.suppress(OSError, ValueError, AssertionError):
+            process.join(timeout=5)
 
 
 #: How often (s) a loading worker checks that its parent is alive.
@@ -504,13 +646,15 @@ def _read_file(path: Path, samples: Samples, facts: Sequence[str] = ()) -> FileR
         parsed = _parsed(path, samples)
         if isinstance(parsed, str):
             return [], None, [f"{name}: {parsed}"]
-        rows, run, problems = _loaded(check_run(parsed, str(path)), str(path))
+        rows, run, problems = _loaded(check_run(parsed, name), name)  # the name as lines show it
     except RecursionError:
         return [], None, [f"{name}: nested too deeply to be a saved run (RecursionError)"]
     except MemoryError:
         return [], None, [f"{name}: too large to load in the memory available (MemoryError)"]
     if run is not None:
-        run.update((fact_column(fact), fact_text(parsed, fact)) for fact in facts)
+        for fact in facts:
+            text = fact_text(parsed, fact)
+            run[fact_column(fact)] = None if text is None else printable(text)
     return rows, run, problems
 
 
@@ -546,10 +690,9 @@ def _parsed(path: Path, samples: Samples) -> object:
     refuses one (NaN, an integer past 64 bits, a byte-order mark, not JSON), ``json`` decides, and words the
     error. Saved runs are UTF-8 (pytest-benchmark writes them so, as RFC 8259 asks); anything else is not a
     run."""
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        return f"cannot be read ({exc.strerror or exc})"
+    raw = _read_regular(path)
+    if isinstance(raw, str):
+        return raw
     if not raw.strip():
         return "file is empty"
     cut, spans = (raw, []) if samples is True else _without_samples(raw)
@@ -559,12 +702,29 @@ def _parsed(path: Path, samples: Samples) -> object:
         doc = _json_parsed(raw, cut)
         if isinstance(doc, str) or doc is _WHOLE:
             return doc if isinstance(doc, str) else _json_parsed(raw, raw)
-    if callable(samples) and spans:
+    if spans:
         try:
             _restore_samples(doc, raw, spans, samples)
-        except ValueError:  # a list cut out is not JSON itself: the whole file is not
+        except ValueError:  # a list cut out is not JSON itself (or marker text in the file): read it whole
             return _json_parsed(raw, raw)
     return doc
+
+
+def _read_regular(path: Path) -> bytes | str:
+    """The bytes of the regular file ``path``, or why it has none (text). Opened without blocking and
+    checked before reading: a pipe (``mkfifo``) or a device named like a run would block the command
+    forever, or never end."""
+    try:
+        handle = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror or exc})"
+    with os.fdopen(handle, "rb") as file:
+        try:
+            if not stat.S_ISREG(os.fstat(handle).st_mode):
+                return "not a regular file (a pipe or a device), not a saved run"
+            return file.read()
+        except OSError as exc:
+            return f"cannot be read ({exc.strerror or exc})"
 
 
 def _loads(text: bytes) -> object:
@@ -610,10 +770,16 @@ def _cut_short(text: str, error_at: int) -> bool:
     return error_at >= len(text.rstrip()) or (stripped[:1] in ("{", "[") and stripped[-1:] not in ("}", "]"))
 
 
+#: What a raw-sample list cut out of a file's text is replaced by before parsing (``_without_samples``):
+#: text no saved run holds (it starts with a NUL), numbered so each list is put back where it was.
+_CUT = "\x00launchbench-cut:"
+
+
 def _without_samples(raw: bytes) -> tuple[bytes, list[tuple[int, int]]]:
     """``raw`` with every raw-sample list (``"data": [...]``, flat numbers as pytest-benchmark writes them)
-    replaced by ``null``, and where in ``raw`` each list was; ``raw`` itself (and no places) when its text
-    does not look like that, so JSON errors stay exact."""
+    replaced by a numbered marker (``_CUT``), and where in ``raw`` each list was; ``raw`` itself (and no
+    places) when its text does not look like that, so JSON errors stay exact. Any ``"data"`` list is cut,
+    also one that is not a case's samples (``extra_info.data``): ``_restore_samples`` puts those back."""
     key = b'"data": ['
     parts = []
     spans = []
@@ -622,40 +788,54 @@ def _without_samples(raw: bytes) -> tuple[bytes, list[tuple[int, int]]]:
         end = raw.find(b"]", start)
         if end < 0 or raw.find(b"{", start, end) >= 0 or raw.find(b'"', start + len(key), end) >= 0:
             return raw, []
-        parts += [raw[position : start + len(key) - 1], b"null"]
+        marker = json.dumps(f"{_CUT}{len(spans)}").encode()
+        parts += [raw[position : start + len(key) - 1], marker]
         spans.append((start + len(key) - 1, end + 1))
         position = end + 1
     return (b"".join([*parts, raw[position:]]), spans) if parts else (raw, [])
 
 
-def _restore_samples(
-    doc: object, raw: bytes, spans: list[tuple[int, int]], wanted: Callable[[Mapping], bool]
-) -> None:
-    """Put back into ``doc`` the raw samples of the benchmarks ``wanted`` picks, parsed from their ``spans``
-    of ``raw``: pytest-benchmark writes one list per benchmark, in order, so the k-th list cut out is the
-    k-th benchmark's whose samples are null now. Where the counts disagree (a hand-made file), the samples
-    of the benchmarks wanted are read from the whole text instead."""
+def _restore_samples(doc: object, raw: bytes, spans: list[tuple[int, int]], wanted: Samples) -> None:
+    """Put back into ``doc`` what ``_without_samples`` cut out of ``raw`` (at ``spans``): a case's raw
+    samples (``stats.data``) where ``wanted`` picks the case (``Samples``), else null; any other list cut
+    out (an ``extra_info.data``) always, where it was, so that it never stands in for a case's samples.
+    ``ValueError`` when the markers found are not each cut list once (a file that holds marker text
+    itself): the caller then reads the whole text."""
+    done: set[int] = set()
     benchmarks = doc.get("benchmarks") if isinstance(doc, dict) else None
-    if not isinstance(benchmarks, list):
+    for bench in benchmarks if isinstance(benchmarks, list) else ():
+        stats = bench.get("stats") if isinstance(bench, dict) else None
+        index = _cut_index(stats.get("data") if isinstance(stats, dict) else None, len(spans), done)
+        if index is not None:
+            start, end = spans[index]
+            stats["data"] = _loads(raw[start:end]) if wanted is True or (wanted and wanted(bench)) else None
+    if len(done) == len(spans):
         return
-    cut = [
-        bench
-        for bench in benchmarks
-        if isinstance(bench, dict)
-        and isinstance(bench.get("stats"), dict)
-        and bench["stats"].get("data", 0) is None
-    ]
-    if len(cut) == len(spans):
-        for bench, (start, end) in zip(cut, spans, strict=True):
-            if wanted(bench):
-                bench["stats"]["data"] = _loads(raw[start:end])
-        return
-    whole = _loads(raw)
-    if not isinstance(whole, dict) or len(whole.get("benchmarks") or ()) != len(benchmarks):
-        return
-    for bench, full in zip(benchmarks, whole["benchmarks"], strict=True):
-        if isinstance(bench, dict) and isinstance(bench.get("stats"), dict) and wanted(bench):
-            bench["stats"]["data"] = full["stats"].get("data")
+    stack = [doc]
+    while stack:  # the other lists cut out, wherever they are (no recursion: a document may be deep)
+        node = stack.pop()
+        items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+        for key, value in items:
+            index = _cut_index(value, len(spans), done)
+            if index is not None:
+                node[key] = _loads(raw[slice(*spans[index])])
+            elif isinstance(value, dict | list):
+                stack.append(value)
+    if len(done) != len(spans):
+        raise ValueError("cut lists and markers disagree")
+
+
+def _cut_index(value: object, count: int, done: set[int]) -> int | None:
+    """The number of the cut list ``value`` marks (``_CUT``), added to ``done``; None when it marks none;
+    ``ValueError`` for a marker out of range or met twice."""
+    if not isinstance(value, str) or not value.startswith(_CUT):
+        return None
+    number = value[len(_CUT) :]
+    index = int(number) if number.isdigit() else -1
+    if not 0 <= index < count or index in done:
+        raise ValueError(f"marker {value!r} of no cut list")
+    done.add(index)
+    return index
 
 
 def _loaded(checked: CheckedRun, source: str) -> FileResult:
@@ -676,8 +856,9 @@ def _is_attribute_value(value: object) -> bool:
 
 
 def _text(value: object) -> str | None:
-    """``value`` when it is non-empty text, else None."""
-    return value if isinstance(value, str) and value else None
+    """``value`` when it is non-empty text (its control characters escaped, ``printable``: a host name of
+    "host\\nFAKE" or an escape sequence must not split or recolour a line), else None."""
+    return printable(value) if isinstance(value, str) and value else None
 
 
 def _run_info(checked: CheckedRun, rows: list[dict[str, object]], source: str) -> dict[str, object]:

@@ -21,9 +21,17 @@ figures). A file it did not write, or one changed since (a hand-edited report.md
 silently: the command refuses with one line naming it, before any work where the name is known in advance
 (``check_replaceable``), and ``force`` replaces it. Nothing else in the folder is ever touched.
 
+The manifest is input like any run file: a report folder may be shared, unpacked from an archive or edited.
+``read_manifest`` checks it entry by entry, and an entry whose path is not a plain relative path inside the
+folder ("..", an absolute or drive path, a backslash, a control character), or whose digest is not a
+SHA-256, is refused with one line and never acted on; a file is removed only when it still lies inside the
+folder once links are followed. Nothing outside the output folder is ever written or removed.
+
 New files are first written into a staging folder inside the output folder (``staging``) and then moved
 into place by renames, so a command that fails or is interrupted halfway leaves the earlier output as it
-was.
+was. The folder is locked meanwhile (``locked``): a second command writing into it at once is refused in
+one line. Every write goes through ``writing`` (and ``publish``), which turns the OS's refusal (a full
+disk, a file-size limit, a name too long) into one ``OutputError`` line.
 """
 
 from __future__ import annotations
@@ -39,9 +47,14 @@ import stat
 import tempfile
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath, PureWindowsPath
 
 from analysis.signals import held
+
+try:
+    import fcntl
+except ImportError:  # Windows: no flock
+    fcntl = None
 
 #: A pytest-benchmark platform folder: ``utils.get_machine_id()``'s system-implementation-version-bits.
 PLATFORM_FOLDER = re.compile(r"^.+-[A-Za-z]+-[^-]+-\d+bit$")
@@ -61,8 +74,10 @@ class OutputError(Exception):
 
 
 def storage_root(path: Path) -> Path:
-    """The storage root of one input path (module docstring): the folder of saved runs it belongs to."""
-    folder = (path if path.is_dir() else path.parent).resolve()
+    """The storage root of one input path (module docstring): the folder of saved runs it belongs to. A
+    link is followed first: a file linked from elsewhere belongs to the storage it lies in."""
+    resolved = path.resolve()
+    folder = resolved if resolved.is_dir() else resolved.parent
     return folder.parent if PLATFORM_FOLDER.match(folder.name) else folder
 
 
@@ -72,13 +87,20 @@ def storage_roots(inputs: Iterable[str]) -> list[tuple[str, Path]]:
     roots = []
     for raw in inputs:
         text = str(raw)
-        if Path(text).exists():
-            matches = [Path(text)]
-        elif _GLOB_CHARS & set(text):
-            matches = [Path(match) for match in glob.glob(text, recursive=True)]  # noqa: PTH207 (absolute patterns)
-        else:
-            matches = []
-        roots += [(text, storage_root(match)) for match in matches]
+        try:
+            if Path(text).exists() or Path(text).is_symlink():
+                matches = [Path(text)]
+            elif _GLOB_CHARS & set(text):
+                matches = [Path(match) for match in glob.glob(text, recursive=True)]  # noqa: PTH207 (absolute patterns)
+            else:
+                matches = []
+            for match in matches:
+                # Where the input lies and, for a link, where it points: both are storage to keep apart.
+                folder = match.absolute() if match.is_dir() else match.absolute().parent
+                near = folder.parent if PLATFORM_FOLDER.match(folder.name) else folder
+                roots += [(text, root) for root in dict.fromkeys((near, storage_root(match)))]
+        except (OSError, RuntimeError):  # a name the OS refuses, a link loop: nothing is read from it
+            continue
     return roots
 
 
@@ -89,29 +111,35 @@ def check_out(out: str, inputs: Sequence[str]) -> list[Path]:
     if not out.strip():
         raise OutputError(f"--out {out!r} names no folder; give the folder to write into")
     target = Path(out)
-    resolved = target.resolve()
+    try:
+        resolved = target.resolve()
+    except (OSError, RuntimeError) as exc:  # a link loop (RuntimeError before Python 3.13), a name too long
+        raise OutputError(f"--out {printable(out)} cannot be used as a folder ({_reason(exc)})") from exc
     for text, root in storage_roots(inputs):
         if resolved.is_relative_to(root):
             where = "is" if resolved == root else "lies inside"
             raise OutputError(
-                f"--out {out} {where} the run storage {root} of input {text}; saved runs are only read: "
-                "choose a folder outside it"
+                f"--out {printable(out)} {where} the run storage {printable(root)} of input "
+                f"{printable(text)}; saved runs are only read: choose a folder outside it"
             )
-    if target.exists() and not target.is_dir():
-        raise OutputError(f"--out {out} is {_kind(target)}, not a folder")
-    created = _missing_folders(target)
+    try:
+        if target.exists() and not target.is_dir():
+            raise OutputError(f"--out {printable(out)} is {_kind(target)}, not a folder")
+        created = _missing_folders(target)
+    except OSError as exc:
+        raise OutputError(f"--out {printable(out)} cannot be used as a folder ({_reason(exc)})") from exc
     try:
         target.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         remove_created(created)
-        raise OutputError(f"--out {out} cannot be created as a folder ({exc.strerror or exc})") from exc
+        raise OutputError(f"--out {printable(out)} cannot be created as a folder ({_reason(exc)})") from exc
     try:
         probe, name = tempfile.mkstemp(prefix=".launchbench-probe-", dir=target)
         os.close(probe)
         Path(name).unlink()
     except OSError as exc:
         remove_created(created)
-        raise OutputError(f"--out {out} cannot be written ({exc.strerror or exc})") from exc
+        raise OutputError(f"--out {printable(out)} cannot be written ({_reason(exc)})") from exc
     return created
 
 
@@ -159,15 +187,81 @@ class Published:
 
 def owned_files(out: Path, owner: str) -> dict[str, str]:
     """The files of ``out`` that ``owner`` wrote, as its manifest records them: relative path -> SHA-256;
-    empty when there is no manifest, or it cannot be read (then no file counts as the owner's)."""
+    empty when there is no manifest, or it cannot be read (then no file counts as the owner's). Only the
+    entries ``read_manifest`` accepts count."""
+    return read_manifest(out).owners.get(owner, {})
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """An output folder's manifest as checked by ``read_manifest``: ``owners`` (command -> relative path ->
+    SHA-256), only the entries that are sound; ``problems``, one line per entry or part refused."""
+
+    owners: dict[str, dict[str, str]]
+    problems: tuple[str, ...]
+
+
+_SHA256 = re.compile(r"^[0-9a-f]{64}$")
+
+
+def read_manifest(out: Path) -> Manifest:
+    """``out``'s manifest, checked like any input file: it may have been edited, unpacked from an archive
+    or shared, so an entry is used only when its path is relative, stays inside ``out`` (no "..", no
+    absolute or drive path, no backslash, no control character) and its digest is a SHA-256; every other
+    entry is refused with one line and never acted on (no file outside the folder is ever removed)."""
+    path = out / MANIFEST_NAME
+    name = printable(path)
     try:
-        manifest = json.loads((out / MANIFEST_NAME).read_text(encoding="utf-8"))
-        files = manifest["owners"][owner]
-    except (OSError, ValueError, KeyError, TypeError):
-        return {}
-    if not isinstance(files, dict):
-        return {}
-    return {str(rel): str(digest) for rel, digest in files.items()}
+        raw = path.read_bytes() if path.is_file() else None
+    except OSError as exc:
+        return Manifest({}, (f"{name}: cannot be read ({_reason(exc)}): no file counts as written here",))
+    if raw is None:
+        return Manifest({}, ())
+    try:
+        doc = json.loads(raw.decode("utf-8"))
+    except (ValueError, RecursionError):
+        return Manifest({}, (f"{name}: not a manifest (not UTF-8 JSON): no file counts as written here",))
+    owners = doc.get("owners") if isinstance(doc, dict) else None
+    if not isinstance(owners, dict):
+        return Manifest({}, (f"{name}: not a manifest (no 'owners' object): no file counts as written here",))
+    checked: dict[str, dict[str, str]] = {}
+    problems: list[str] = []
+    for owner, files in owners.items():
+        if not isinstance(files, dict):
+            problems.append(f"{name}: owner {printable(owner)}: not an object of files: refused")
+            continue
+        kept = {}
+        for rel, digest in files.items():
+            why = _unsound_entry(rel, digest)
+            if why:
+                problems.append(f"{name}: entry {printable(rel)} of {printable(owner)} refused: {why}")
+            else:
+                kept[rel] = digest
+        checked[owner] = kept
+    return Manifest(checked, tuple(problems))
+
+
+def _unsound_entry(rel: str, digest: object) -> str | None:
+    """Why a manifest entry (relative path ``rel``, ``digest``) cannot be acted on, or None."""
+    if not rel or not rel.isprintable():
+        return "not a file name (empty, or a control character in it)"
+    if "\\" in rel or PureWindowsPath(rel).drive or PurePosixPath(rel).is_absolute():
+        return "not a path relative to the output folder"
+    parts = rel.split("/")
+    if any(part in ("", ".", "..") for part in parts):
+        return "not a plain path inside the output folder (empty part, '.' or '..')"
+    if not isinstance(digest, str) or not _SHA256.match(digest):
+        return "its digest is not a SHA-256 (64 hex digits)"
+    return None
+
+
+def _inside(out: Path, rel: str) -> bool:
+    """Whether ``out / rel`` lies inside ``out`` once links are followed (a folder of the output replaced
+    by a link to elsewhere must not lead a removal out of the folder)."""
+    try:
+        return (out / rel).parent.resolve().is_relative_to(out.resolve())
+    except (OSError, RuntimeError):
+        return False
 
 
 def check_replaceable(out: Path, owner: str, names: Iterable[str], force: bool) -> None:
@@ -205,14 +299,53 @@ def _conflict(out: Path, rel: str, owned: dict[str, str]) -> str | None:
 @contextlib.contextmanager
 def staging(out: Path) -> Iterator[Path]:
     """A new empty folder inside ``out`` to write a command's files into before ``publish``; removed with
-    whatever is left in it when the block ends (also left-overs of an earlier run killed in this block)."""
-    for old in out.glob(f"{_STAGING_PREFIX}*"):
-        shutil.rmtree(old, ignore_errors=True)
-    stage = Path(tempfile.mkdtemp(prefix=_STAGING_PREFIX, dir=out))
+    whatever is left in it when the block ends (also left-overs of an earlier run killed in this block).
+
+    The output folder is locked for the block (``locked``), so a second command writing into it at once
+    is refused with one line instead of removing this one's staging folder as a left-over. Every write in
+    the block goes through here: an ``OSError`` raised in it (a full disk, a file too large for the
+    limits, a name the OS refuses) becomes one ``OutputError`` line, and the earlier output stays whole."""
+    with locked(out), writing(out):
+        for old in out.glob(f"{_STAGING_PREFIX}*"):
+            shutil.rmtree(old, ignore_errors=True)
+        stage = Path(tempfile.mkdtemp(prefix=_STAGING_PREFIX, dir=out))
+        try:
+            yield stage
+        finally:
+            shutil.rmtree(stage, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def writing(out: Path) -> Iterator[None]:
+    """Turn an ``OSError`` raised in the block (writing into ``out``) into one ``OutputError`` line naming
+    the file and the OS's reason: the one place where a failed write becomes a message."""
     try:
-        yield stage
+        yield
+    except OSError as exc:
+        where = f" at {printable(exc.filename)}" if exc.filename else ""
+        raise OutputError(f"writing into {printable(out)} failed ({_reason(exc)}){where}") from exc
+
+
+@contextlib.contextmanager
+def locked(out: Path) -> Iterator[None]:
+    """Hold an exclusive lock on the folder ``out`` (``flock`` on the folder itself, so no lock file is left
+    behind) for the block; ``OutputError`` at once when another command holds it. Where the OS has no
+    ``flock`` (Windows), the block runs unlocked."""
+    if fcntl is None:
+        yield
+        return
+    handle = os.open(out, os.O_RDONLY)
+    try:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError as exc:
+            raise OutputError(
+                f"{printable(out)} is being written by another command right now; run this one when it "
+                "has finished (or choose another --out)"
+            ) from exc
+        yield
     finally:
-        shutil.rmtree(stage, ignore_errors=True)
+        os.close(handle)  # closing the folder releases the lock
 
 
 def publish(stage: Path, out: Path, owner: str, force: bool, part: str | None = None) -> Published:
@@ -223,8 +356,10 @@ def publish(stage: Path, out: Path, owner: str, force: bool, part: str | None = 
     Raises ``OutputError`` (nothing moved) when a file would replace one that is not ``owner``'s unchanged
     file, unless ``force``; a folder in the way is never replaced. The signals that stop a command are held
     while files are moved (``analysis.signals.held``), so they cannot leave the folder and its manifest
-    disagreeing."""
-    owned = owned_files(out, owner)
+    disagreeing. Manifest entries ``read_manifest`` refuses are never acted on: their lines are in
+    ``kept``."""
+    manifest = read_manifest(out)
+    owned = manifest.owners.get(owner, {})
     root = stage / part if part is not None else stage
     staged = sorted(path.relative_to(stage).as_posix() for path in root.rglob("*") if path.is_file())
     for rel in staged:
@@ -235,7 +370,7 @@ def publish(stage: Path, out: Path, owner: str, force: bool, part: str | None = 
         if problem and (not force or (out / rel).is_dir()):
             raise OutputError(problem)
     digests = {rel: _sha256(stage / rel) for rel in staged}
-    written, removed, kept = [], [], []
+    written, removed, kept = [], [], list(manifest.problems)
     with held():
         try:
             for rel in staged:
@@ -245,33 +380,43 @@ def publish(stage: Path, out: Path, owner: str, force: bool, part: str | None = 
                 written.append(target)
             for rel, digest in owned.items():
                 path = out / rel
-                if rel in digests or not path.is_file() or path.is_symlink():
+                if rel in digests or not _inside(out, rel) or not path.is_file() or path.is_symlink():
                     continue
                 if _sha256(path) == digest:
                     path.unlink()
                     removed.append(path)
                 else:
                     kept.append(f"{path}: left in place: written by an earlier run, changed since")
-            _write_manifest(out, owner, digests)
+            _write_manifest(out, owner, digests, manifest)
         except OSError as exc:
-            raise OutputError(f"writing into {out} failed ({exc.strerror or exc}) at {exc.filename}") from exc
+            where = f" at {printable(exc.filename)}" if exc.filename else ""
+            raise OutputError(f"writing into {printable(out)} failed ({_reason(exc)}){where}") from exc
     return Published(written=tuple(written), removed=tuple(removed), kept=tuple(kept))
 
 
-def _write_manifest(out: Path, owner: str, files: dict[str, str]) -> None:
-    """Record ``files`` as ``owner``'s in ``out``'s manifest (other owners' entries kept), atomically."""
+def _write_manifest(out: Path, owner: str, files: dict[str, str], manifest: Manifest) -> None:
+    """Record ``files`` as ``owner``'s in ``out``'s manifest (the other owners' sound entries of
+    ``manifest`` kept, the refused ones dropped), atomically."""
     path = out / MANIFEST_NAME
-    try:
-        manifest = json.loads(path.read_text(encoding="utf-8"))
-        owners = manifest["owners"] if isinstance(manifest.get("owners"), dict) else {}
-    except (OSError, ValueError, AttributeError):
-        owners = {}
-    owners[owner] = files
+    owners = {**manifest.owners, owner: files}
     text = json.dumps({"version": MANIFEST_VERSION, "owners": owners}, indent=1, sort_keys=True)
     handle, name = tempfile.mkstemp(prefix=f"{MANIFEST_NAME}.", dir=out)
     with os.fdopen(handle, "w", encoding="utf-8") as file:
         file.write(text + "\n")
     Path(name).replace(path)
+
+
+def printable(text: object) -> str:
+    """``analysis.schema.printable``: the one escape of text from a file (a name, a path) for a line;
+    imported when needed, since this module is imported for ``--help`` and the schema brings numpy."""
+    from analysis.schema import printable as escaped
+
+    return escaped(text)
+
+
+def _reason(exc: BaseException) -> str:
+    """The OS's reason for ``exc`` in a few words ("No space left on device"), without the file name."""
+    return (exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)).splitlines()[0]
 
 
 def _sha256(path: Path) -> str:

@@ -86,13 +86,15 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]], markdown: bool)
     return markdown_table(header, rows) if markdown else format_table(header, rows).splitlines()
 
 
-def group_lines(groups: Sequence[Group], by: str, markdown: bool) -> list[str]:
-    """The groups, once: letter, label, and how many runs (of how many machines) each pools; with one group
-    only, how to get more."""
+def group_lines(groups: Sequence[Group], by: str, markdown: bool, rule: str = "") -> list[str]:
+    """The groups, once: letter, label, and how many runs (of how many machines) each pools; which is the
+    baseline and by what ``rule`` it was chosen (``analysis.compare.Groups.rule``); with one group only,
+    how to get more."""
     if len(groups) == 1:
         hint = "; --by run sets its runs side by side" if by != "run" and len(groups[0].runs) > 1 else ""
         return [f"One group only (by {by}): {groups[0].label}, nothing to compare it with{hint}."]
-    lines = [f"Groups (by {by}; ratios are to {groups[0].code}, the baseline):"]
+    chosen = f": {rule}" if rule else ""
+    lines = [f"Groups (by {by}; ratios are to {groups[0].code}, the baseline{chosen}):"]
     bullet = "- " if markdown else "  "
     for group in groups:
         machines = f" of {len(group.machines)} machines" if len(group.machines) > 1 else ""
@@ -124,13 +126,55 @@ def legend_lines(marks: pd.Series, names: pd.Series, markdown: bool) -> list[str
     return lines
 
 
-def figure_lines(table: pd.DataFrame, groups: Sequence[Group], by: str, markdown: bool) -> list[str]:
-    """The fitted figures of ``analysis.compare.figure_table`` (groups in ``machine_id``) for people."""
+#: Most changes listed above a comparison's table (``change_lines``).
+CHANGES_SHOWN = 5
+
+
+def change_lines(table: pd.DataFrame, groups: Sequence[Group], markdown: bool) -> list[str]:
+    """The largest significant differences from the baseline of a figure table, largest first (by how far
+    the ratio is from 1, either way), at most ``CHANGES_SHOWN``: what a reader looks for first, above the
+    table that holds every figure in family order. One line saying so when every judged difference is
+    within noise; none when nothing was judged (no raw samples) or there is no second group."""
+    if len(groups) < 2:
+        return []
+    codes = {group.label: group.code for group in groups}
+    others = table[table["machine_id"].isin(codes) & (table["machine_id"] != groups[0].label)]
+    judged = int(others["mark"].isin([MARK_SIGNIFICANT, MARK_NOT_SIGNIFICANT]).sum())
+    if not judged:
+        return []
+    significant = others[others["mark"] == MARK_SIGNIFICANT]
+    if significant.empty:
+        return [f"No significant change: all {judged} judged differences are within noise."]
+    distance = np.abs(np.log(pd.to_numeric(significant["ratio"], errors="coerce").astype(float)))
+    shown = significant.loc[distance.sort_values(ascending=False, kind="stable").index].head(CHANGES_SHOWN)
+    base = table[table["machine_id"] == groups[0].label].drop_duplicates("figure").set_index("figure")
+    bullet = "- " if markdown else "  "
+    lines = [
+        f"Largest significant changes ({len(shown)} of {len(significant)}, largest first; every figure "
+        "below):"
+    ]
+    for row in shown.itertuples(index=False):
+        fmt = FORMATTERS[row.unit]
+        before = float(base["value"].get(row.figure, math.nan))
+        who = f"{codes[row.machine_id]}  " if len(groups) > 2 else ""
+        was = f"{fmt(before)} → " if math.isfinite(before) else ""
+        lines.append(f"{bullet}{who}{row.figure}: {was}{fmt(row.value)} {_ratio(row.ratio)}")
+    return lines
+
+
+def figure_lines(
+    table: pd.DataFrame, groups: Sequence[Group], by: str, markdown: bool, rule: str = ""
+) -> list[str]:
+    """The fitted figures of ``analysis.compare.figure_table`` (groups in ``machine_id``) for people: the
+    groups (``group_lines``), the largest significant changes (``change_lines``), then every figure."""
     if table.empty:
         return ["No fitted figure to compare (no case that a family could fit)."]
     labels = {group.label: group.code for group in groups}
     table = table[table["machine_id"].isin(labels)]
-    lines = [*group_lines(groups, by, markdown), ""]
+    lines = [*group_lines(groups, by, markdown, rule), ""]
+    changes = change_lines(table, groups, markdown)
+    if changes:
+        lines += [*changes, ""]
     if len(groups) <= WIDE_MAX_GROUPS:
         lines += _figures_as_columns(table, groups, markdown)
     else:
@@ -231,6 +275,7 @@ def case_lines(
     statistics: Sequence[str],
     markdown: bool,
     top: int | None,
+    rule: str = "",
 ) -> list[str]:
     """The cases of ``analysis.compare.case_table`` for people: one row per case and group other than the
     baseline, significant differences first, then by how far the ratio is from 1 (``ranked``); the first
@@ -251,7 +296,7 @@ def case_lines(
             cells.append(f"{text} {_ratio(row[f'{stat}_ratio'])}")
         cells += [str(row["runs"]), symbol(row["mark"])]
         rows.append(cells)
-    lines = [*group_lines(groups, by, markdown), ""]
+    lines = [*group_lines(groups, by, markdown, rule), ""]
     if not rows:
         return (
             lines

@@ -16,8 +16,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from analysis import ops
 from analysis.compare import BY_MACHINE, figure_table, group_runs
-from analysis.decode import where
+from analysis.decode import bound_defect_lines, model_cell, where
 from analysis.figures import FIGURES_DIR, publish_figures, write_figures
 from analysis.fits import Fits, fit_all
 from analysis.host import BANDWIDTH_OPS
@@ -263,60 +264,154 @@ def _launch_lines(fits: Fits, figures: dict[str, str]) -> list[str]:
 
 
 def _decode_lines(fits: Fits, figures: dict[str, str]) -> list[str]:
-    """Measured decode steps (``analysis.decode.decode_table``) beside the predicted overlapped and serial
-    bounds; ``position`` 0 = at the overlapped bound, 1 = at the serial bound."""
+    """Measured decode steps (``analysis.decode.decode_table``): CPU steps against their lower bound and the
+    per-op model with its interval (a step below its bound named as a defect of the bound); GPU steps
+    beside their overlapped and serial bounds (``position`` 0 = at the overlapped one, 1 = at the serial)."""
     steps = fits.decode_steps
     if steps.empty:
         return []
+    lines = ["## Decode step: measured vs predicted", ""]
+    cpu, gpu = steps[steps["device"] == "cpu"], steps[steps["device"] != "cpu"]
+    if not cpu.empty:
+        lines += _cpu_decode_lines(cpu)
+    if not gpu.empty:
+        lines += _gpu_decode_lines(gpu)
+    lines += _figure_link(figures, "decode_bands", "Decode steps against their predictions")
+    return lines
+
+
+def _cpu_decode_lines(steps: pd.DataFrame) -> list[str]:
+    """The CPU table of the decode section (``_decode_lines``)."""
     lines = [
-        "## Decode step: measured vs predicted",
-        "",
-        "One token per step. Predicted: bytes at the reference bandwidth (GPU: the roofline step on its "
-        "spec, the datasheet's, a MIG slice's share or one derived from the device's attributes, as the "
-        "spec column says; CPU: the best measured host bandwidth, copy, triad or read) plus the per-call "
-        "or per-launch cost fitted in the same run, overlapped and serial. Where: between the bounds, "
-        "0 = at the overlapped one and 1 = at the serial one; outside them, the ratio to the nearer bound. "
-        "Statistic: the step's, as its column says (CPU: fastest round; GPU: median).",
+        "CPU (numpy), one token per step. Lower bound: the step's own matrix-vector products alone (the "
+        "probe, one round before each of the step's rounds, so both see the same conditions), plus the "
+        "overhead floor's work outside the probe's calls; numpy runs its calls one after another, so nothing "
+        "overlaps. Per-op model: (bytes − KV cache) at the probe's bandwidth + attention (measured alone) + "
+        "the other calls at their op's measured cost + the floor's remainder, with a 95 % percentile "
+        "bootstrap interval over the probe's and attention's rounds. Statistic: the fastest round (min) on "
+        "both sides. Runs older than the probe have the seed's model at the best host bandwidth instead: an "
+        "estimate, no bound.",
         "",
     ]
-    rows = []
-    for row in steps.itertuples(index=False):
-        rows.append(
+    rows = [
+        [
+            row.machine_id,
+            row.config,
+            row.plan,
+            fmt_count(row.ops_per_step),
+            fmt_time(row.measured_s),
+            _maybe(row.bound_s, fmt_time),
+            where(row),
+            model_cell(row),
+            _maybe(row.measured_s / row.op_model_s, lambda ratio: f"{ratio:.2f}×"),
+            fmt_rate(row.reference_bytes_per_s) if math.isfinite(row.reference_bytes_per_s) else "n/a",
+            str(row.bandwidth_from) if isinstance(row.bandwidth_from, str) else "",
+            "yes" if row.cache_resident is True else "no" if row.cache_resident is False else "unknown",
+        ]
+        for row in steps.itertuples(index=False)
+    ]
+    header = ["machine", "model", "plan", "numpy calls", "measured step", "lower bound", "where"]
+    header += ["per-op model [95 %]", "measured ÷ model", "bandwidth", "bandwidth from", "cache-resident"]
+    lines += [*markdown_table(header, rows), ""]
+    defects = bound_defect_lines(steps)
+    if defects:
+        lines += [f"- {line}" for line in defects] + [""]
+    return lines
+
+
+def _gpu_decode_lines(steps: pd.DataFrame) -> list[str]:
+    """The GPU table of the decode section (``_decode_lines``)."""
+    lines = [
+        "GPU, one token per step. Predicted: the roofline step on its spec (the datasheet's, a MIG slice's "
+        "share or one derived from the device's attributes, as the spec column says) plus the per-launch "
+        "cost fitted in the same run, overlapped and serial. Where: between the bounds, 0 = at the "
+        "overlapped one and 1 = at the serial one; outside them, the ratio to the nearer bound. Statistic: "
+        "the median of the rounds.",
+        "",
+    ]
+    rows = [
+        [
+            row.machine_id,
+            row.config,
+            row.plan,
+            "" if pd.isna(row.mode) else str(row.mode),
+            fmt_count(row.ops_per_step),
+            fmt_time(row.measured_s),
+            _maybe(row.overlapped_s, fmt_time),
+            _maybe(row.serial_s, fmt_time),
+            where(row),
+            fmt_rate(row.achieved_bytes_per_s),
+            _maybe(row.bandwidth_fraction, fmt_percent),
+            row.spec_from if isinstance(row.spec_from, str) else "",
+        ]
+        for row in steps.itertuples(index=False)
+    ]
+    header = ["machine", "model", "plan", "mode", "kernels", "measured step", "overlapped", "serial"]
+    header += ["where", "achieved", "of spec bandwidth", "spec"]
+    return [*lines, *markdown_table(header, rows), ""]
+
+
+def _ops_lines(frame: pd.DataFrame, fits: Fits, figures: dict[str, str]) -> list[str]:
+    """The CPU decode step's overhead floor against its call list's two prices, and each numpy op's fixed
+    cost (``analysis.ops``), as the terminal summary holds them; nothing without those cases."""
+    t0 = dict(zip(fits.host["machine_id"], fits.host["t0_s"], strict=True)) if not fits.host.empty else {}
+    floors = ops.floor_table(frame, t0)
+    costs = ops.op_costs(frame)
+    if floors.empty and costs.empty:
+        return []
+    lines = ["## CPU decode step: per-op costs and overhead floor", ""]
+    if not floors.empty:
+        lines += [
+            "The decode step's call list on a model so small that data costs nothing (fastest round, median "
+            "over runs), beside the same calls priced at each op's measured fixed cost (Σ per-op) and at the "
+            "seed's one t0 per call; left out = floor − Σ per-op: the Python work between the calls (op "
+            "bodies, views, reshapes, transposes, slices) that no op's figure holds.",
+            "",
+        ]
+        rows = [
             [
                 row.machine_id,
-                row.device,
-                row.config,
-                row.plan,
-                "" if pd.isna(row.mode) else str(row.mode),
-                fmt_count(row.ops_per_step),
-                fmt_time(row.measured_s),
-                str(row.statistic),
-                _maybe(row.overlapped_s, fmt_time),
-                _maybe(row.serial_s, fmt_time),
-                where(row),
-                fmt_rate(row.achieved_bytes_per_s),
-                _maybe(row.bandwidth_fraction, fmt_percent),
-                row.spec_from if isinstance(row.spec_from, str) else "",
+                str(row.plan),
+                f"{row.config}, ctx {fmt_count(row.ctx)}",
+                fmt_count(row.n_calls),
+                fmt_time(row.floor_s),
+                _maybe(row.op_sum_s, fmt_time),
+                _maybe(row.op_sum_s / row.floor_s, fmt_percent),
+                _maybe(row.t0_sum_s, fmt_time),
+                _maybe(row.t0_sum_s / row.floor_s, fmt_percent),
+                _maybe(row.left_out_s, fmt_time),
+                ", ".join(row.missing_ops) or "",
             ]
-        )
-    header = [
-        "machine",
-        "device",
-        "model",
-        "plan",
-        "mode",
-        "calls or kernels",
-        "measured step",
-        "statistic",
-        "overlapped",
-        "serial",
-        "where",
-        "achieved",
-        "of reference bandwidth",
-        "spec",
-    ]
-    lines += [*markdown_table(header, rows), ""]
-    lines += _figure_link(figures, "decode_bands", "Decode steps against their predicted bands")
+            for row in floors.itertuples(index=False)
+        ]
+        header = ["machine", "plan", "floor model", "numpy calls", "floor", "Σ per-op", "of floor"]
+        header += ["calls × t0", "of floor", "left out", "ops without a measured cost"]
+        lines += [*markdown_table(header, rows), ""]
+    if not costs.empty:
+        machines = list(dict.fromkeys(costs["machine_id"]))
+        table = costs.pivot_table(index="op", columns="machine_id", values="cost_s", aggfunc="median")
+        table = table.loc[table.median(axis=1).sort_values(ascending=False).index]
+        plans = {}
+        for row in floors.itertuples(index=False):
+            plans.setdefault(str(row.plan), row.op_counts)
+        lines += [
+            "Fixed cost of one call of each numpy op of the decode step, replayed with the step's own "
+            "shapes, strides and keywords where data costs nothing (fastest round per call, median over "
+            "runs), with its calls per step.",
+            "",
+        ]
+        rows = [
+            [
+                str(op),
+                *(_maybe(float(table.loc[op, machine]), fmt_time) for machine in machines),
+                *(fmt_count(counts.get(op, 0)) for counts in plans.values()),
+            ]
+            for op in table.index
+        ]
+        header = ["op", *(f"per call, {machine}" for machine in machines)]
+        header += [f"calls/step {plan}" for plan in plans]
+        lines += [*markdown_table(header, rows), ""]
+    lines += _figure_link(figures, "op_costs", "Fixed cost of each numpy op of the decode step, beside t0")
     return lines
 
 
@@ -379,7 +474,8 @@ def _write_report(selection: Selection, out_dir: Path, baseline: str | None) -> 
     result = selection.result
     frame = result.frame
     fits = fit_all(frame)
-    table = figure_table(frame, fits, baseline)
+    groups = group_runs(result.runs, BY_MACHINE, baseline)
+    table = figure_table(frame, fits, groups.baseline.label)
     figure_paths = write_figures(frame, fits, table, out_dir)
     figures = {path.stem: f"{FIGURES_DIR}/{path.stem}" for path in figure_paths}
     machines = frame["machine_id"].nunique()
@@ -395,7 +491,7 @@ def _write_report(selection: Selection, out_dir: Path, baseline: str | None) -> 
         "",
         "## Runs",
         "",
-        *(f"- {line}" for line in selection_lines(selection)),
+        *(f"- {line}" for line in selection_lines(selection) if line not in busy),  # busy: said above
         "",
     ]
     unstable = _unstable_lines(frame)
@@ -412,9 +508,12 @@ def _write_report(selection: Selection, out_dir: Path, baseline: str | None) -> 
     lines += _host_lines(fits, figures)
     lines += _launch_lines(fits, figures)
     lines += _decode_lines(fits, figures)
-    lines += _figure_link(figures, "op_costs", "Fixed cost of each numpy op of the decode step, beside t0")
-    groups = group_runs(result.runs, BY_MACHINE, table.attrs["baseline"]).groups
-    lines += ["", "## Machines compared", "", *figure_lines(table, groups, BY_MACHINE, markdown=True), ""]
+    lines += _ops_lines(frame, fits, figures)
+    lines += _figure_link(
+        figures, "ladder", "The dispatch ladder: one call's and one launch's cost per framework"
+    )
+    compared = figure_lines(table, groups.groups, BY_MACHINE, markdown=True, rule=groups.rule)
+    lines += ["", "## Machines compared", "", *compared, ""]
     lines += _figure_link(figures, "machines", "Fitted figures relative to the baseline machine")
     path = out_dir / REPORT_NAME
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")

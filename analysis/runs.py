@@ -4,7 +4,9 @@ A quick run (fewer sizes and rounds), a partial one (interrupted: cases cut off 
 second copy of one run (same measurements: a copy, a hard link, ``--benchmark-json`` beside
 ``--benchmark-autosave``) would each bias a pooled figure or narrow its confidence interval without
 cause. ``select_runs`` keeps the complete full runs, counts duplicates once, and names every run it leaves
-out in one line with the flag that would include it. A run of a ``-k`` / ``-m`` selection is complete for
+out in one line with the flag that would include it. A machine that has only quick runs is reported from
+them rather than not at all: its id carries "(quick)" (``QUICK_MARK``) into every table, figure and report,
+and a full run of it, once there is one, replaces them. A run of a ``-k`` / ``-m`` selection is complete for
 what it selected: it is pooled, and the families it lacks are named. A completed run's failed cases are set
 aside one by one and the rest of it is pooled.
 
@@ -21,10 +23,15 @@ from dataclasses import dataclass, replace
 import pandas as pd
 
 from analysis.load import LoadResult
+from analysis.schema import printable
 from analysis.trust import verdict
 
 #: At most this many file names in the line that lists the runs used.
 LISTED_RUNS = 8
+#: What a machine id carries when its figures come from quick runs only, or from quick runs pooled with
+#: full ones (``--include-quick``).
+QUICK_MARK = " (quick)"
+QUICK_POOLED_MARK = " (with quick runs)"
 
 
 @dataclass(frozen=True)
@@ -57,11 +64,13 @@ def select_runs(
     notes.extend(_stored_id_conflicts(runs))
     left_out: list[str] = []
     keep: list[str] = []
-    for run in without_duplicates(runs, left_out, apart).itertuples(index=False):
-        if run.quick and not include_quick:
+    candidates = without_duplicates(runs, left_out, apart)
+    with_full = set(candidates.loc[~candidates["quick"].fillna(False).astype(bool), "machine_id"])
+    for run in candidates.itertuples(index=False):
+        if run.quick and not include_quick and run.machine_id in with_full:
             left_out.append(
-                f"{run.source}: left out: a quick run (--quick; {run.quick_basis}): fewer sizes and rounds "
-                "than a full run; --include-quick pools it"
+                f"{run.source}: left out: a quick run (--quick; {run.quick_basis}) of a machine with full "
+                "runs: fewer sizes and rounds than a full run; --include-quick pools it"
             )
             continue
         partial = _partial(run)
@@ -71,12 +80,13 @@ def select_runs(
         keep.append(run.source)
     used = runs[runs["source"].isin(keep)].reset_index(drop=True)
     frame = frame[frame["source"].isin(keep)]
+    used, frame = _mark_quick(used, frame, notes)
     frame, set_aside = without_unfinished(frame, used)
     notes.extend(set_aside)
     notes.extend(_lacking_families(used))
     notes.extend(_run_notes(used))
     kept = set(keep)
-    files = tuple(path for path in result.files_used if str(path) in kept)
+    files = tuple(path for path in result.files_used if printable(path) in kept)
     pooled = replace(result, frame=frame.reset_index(drop=True), files_used=files, runs=used)
     return Selection(result=pooled, left_out=tuple(left_out), notes=tuple(notes))
 
@@ -101,12 +111,19 @@ def _partial(run: object) -> str | None:
     if run.status != "interrupted":
         return None
     by = f" by {run.interrupted_by}" if run.interrupted_by else ""
-    counts = (
-        f": {run.measured} of {run.planned} planned cases measured"
-        if run.planned is not None and run.measured is not None
-        else ""
-    )
+    measured, planned = _whole(run.measured), _whole(run.planned)
+    known = measured is not None and planned is not None
+    counts = f": {measured} of {planned} planned cases measured" if known else ""
     return f"interrupted{by}{counts}"
+
+
+def _whole(value: object) -> int | None:
+    """A count as a whole number (a column of counts with a gap holds floats: 10.0), None when missing."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return int(number) if number.is_integer() else None
 
 
 def without_duplicates(runs: pd.DataFrame, left_out: list[str], apart: str | None = None) -> pd.DataFrame:
@@ -150,6 +167,39 @@ def _split_by_core_count(
             f"machine {machine_id}: runs with {', '.join(map(str, counts))} logical CPUs are kept apart as "
             f"{len(counts)} machines: {'; '.join(dict.fromkeys(new_ids))}"
         )
+    if not renamed:
+        return runs, frame
+    runs = runs.assign(
+        machine_id=[renamed.get(s, m) for s, m in zip(runs["source"], runs["machine_id"], strict=True)]
+    )
+    frame = frame.assign(
+        machine_id=[renamed.get(s, m) for s, m in zip(frame["source"], frame["machine_id"], strict=True)]
+    )
+    return runs, frame
+
+
+def _mark_quick(
+    runs: pd.DataFrame, frame: pd.DataFrame, notes: list[str]
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Give each machine whose used runs include quick ones the id "<id> (quick)" (only quick runs) or
+    "<id> (with quick runs)" (pooled with full ones), with one note per machine, so that no table, figure or
+    report shows figures of quick runs as a full run's."""
+    renamed: dict[str, str] = {}
+    for machine_id, group in runs.groupby("machine_id", sort=False):
+        quick = group["quick"].fillna(False).astype(bool)
+        if not quick.any():
+            continue
+        only = bool(quick.all())
+        new_id = f"{machine_id}{QUICK_MARK if only else QUICK_POOLED_MARK}"
+        renamed.update(dict.fromkeys(group["source"], new_id))
+        what = (
+            f"only quick runs ({int(quick.sum())}): its figures come from fewer sizes and rounds; a full run "
+            "of it replaces them"
+            if only
+            else f"{int(quick.sum())} quick run(s) pooled with {int((~quick).sum())} full one(s) "
+            "(--include-quick)"
+        )
+        notes.append(f"machine {machine_id}: {what}; shown as {new_id}")
     if not renamed:
         return runs, frame
     runs = runs.assign(
@@ -212,8 +262,11 @@ def _lacking_families(runs: pd.DataFrame) -> list[str]:
     for run in runs.itertuples(index=False):
         lacking = sorted(every - set(run.families))
         if run.selected_by and lacking:
+            # Only a completed selection is complete for what it selected; a partial one (pooled with
+            # --include-partial) is named partial where its cases are set aside.
+            complete = ", complete for what it selected" if run.status != "interrupted" else ", interrupted"
             notes.append(
-                f"{run.source}: a selection of the suite ({run.selected_by}), complete for what it selected; "
+                f"{run.source}: a selection of the suite ({run.selected_by}){complete}; "
                 f"it lacks {', '.join(lacking)}"
             )
     return notes

@@ -52,17 +52,44 @@ STAT_COUNTS = ("rounds", "iterations")
 
 #: ``extra_info`` keys of text (``benchmarks/records.py``'s contract); ``case`` and ``device`` are always
 #: written (``benchmarks.records.coordinates``) and every family is selected by them.
-TEXT_COORDINATES = ("case", "device", "op", "dtype", "variant", "mode", "plan", "config", "layer")
+TEXT_COORDINATES = (
+    "case",
+    "device",
+    "op",
+    "dtype",
+    "variant",
+    "mode",
+    "plan",
+    "config",
+    "layer",
+    "framework",
+    "compiler",
+)
 REQUIRED_COORDINATES = ("case", "device")
 #: ``extra_info`` counts ≥ 1, counts that may be 0 (a requested kernel duration of 0 ns; FLOPs of a pure
 #: copy), times, and rates (B/s, finite and > 0).
-POSITIVE_COUNTS = ("n", "pieces", "n_calls", "n_kernels", "bytes", "batch", "ctx", "rows", "cols")
+POSITIVE_COUNTS = (
+    "n",
+    "pieces",
+    "n_calls",
+    "n_kernels",
+    "bytes",
+    "batch",
+    "ctx",
+    "rows",
+    "cols",
+    "probe_bytes",
+    "threads",
+)
 NON_NEGATIVE_COUNTS = ("kernel_ns", "flops", "n_args", "n_args_total")
 TIME_COORDINATES = ("gpu_time_s",)
 #: Durations in ns that may be 0 and need not be whole (a median of achieved spin durations).
 NANOSECOND_COORDINATES = ("achieved_ns", "achieved_timer_ns")
 #: ``extra_info`` mappings carried into the frame as they are, once checked: a decode step's call list by op.
-MAPPING_COORDINATES = ("op_counts",)
+MAPPING_COORDINATES = ("op_counts", "probe_op_counts")
+#: ``extra_info`` lists of times carried into the frame as tuples, once checked: the CPU decode step's
+#: bandwidth probe, one time per timed round of the step.
+TIMES_COORDINATES = ("probe_s",)
 RATE_COORDINATES = ("spec_bytes_per_s",)
 
 #: The coordinates every case of a family has recorded since the family was first saved (the ``record``
@@ -82,6 +109,9 @@ FAMILY_COORDINATES = {
     "launch_args": ("op", "mode", "layer", "n_args", "n_kernels"),
     "numpy_op": ("op", "dtype", "n_calls"),
     "decode_floor": ("op", "plan", "config", "n_calls", "op_counts"),
+    "framework_call": ("op", "dtype", "framework", "n", "n_calls", "bytes", "flops"),
+    "framework_launch": ("op", "framework", "layer", "n_kernels"),
+    "framework_step": ("op", "dtype", "framework", "config", "batch", "ctx", "bytes"),
 }
 #: ... and those of the decode_step family's two operations, and of a whole decode step on each device.
 DECODE_OP_COORDINATES = {
@@ -207,6 +237,13 @@ def _op_counts(value: object) -> str | None:
     return None
 
 
+def _times(value: object) -> str | None:
+    """A non-empty list of times (``_time`` each), e.g. the rounds of the CPU decode step's probe."""
+    if not isinstance(value, list) or not value or any(_time(item) for item in value):
+        return "must be a non-empty list of times, each a finite number > 0 s"
+    return None
+
+
 def _list_of(check: Check, what: str) -> Check:
     def check_list(value: object) -> str | None:
         if not isinstance(value, list) or any(check(item) for item in value):
@@ -256,6 +293,8 @@ MACHINE_FIELDS = Fields(
                         "system": TEXT,
                         "cpu_model": TEXT,
                         "machine_id": TEXT,
+                        "machine_name": TEXT,
+                        "machine_fingerprint": TEXT,
                         "gpu": Fields({"name": TEXT}),
                         "logical_cpus": CPUS,
                         "usable_cpus": CPUS,
@@ -320,6 +359,7 @@ CASE_FIELDS = Fields(
                 **dict.fromkeys(RATE_COORDINATES, _positive),
                 **dict.fromkeys(NANOSECOND_COORDINATES, _non_negative),
                 **dict.fromkeys(MAPPING_COORDINATES, _op_counts),
+                **dict.fromkeys(TIMES_COORDINATES, _times),
             },
             required=True,
             required_keys=REQUIRED_COORDINATES,
@@ -464,9 +504,13 @@ def _checked_case(bench: Mapping) -> tuple[dict[str, object] | None, str | None,
     checked_stats.setdefault("ops", 1 / stats["mean"])  # pytest-benchmark < 3.1 did not save it
     checked_stats["data"] = data
     extra = {
-        key: dict(value) if key in MAPPING_COORDINATES else value
+        key: dict(value)
+        if key in MAPPING_COORDINATES
+        else tuple(value)
+        if key in TIMES_COORDINATES
+        else value
         for key, value in bench["extra_info"].items()
-        if _scalar(value) or key in MAPPING_COORDINATES
+        if _scalar(value) or key in MAPPING_COORDINATES or key in TIMES_COORDINATES
     }
     case = {
         "name": bench["name"],

@@ -32,6 +32,12 @@ def held() -> Iterator[None]:
         signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
+class WorkerLost(Exception):
+    """A worker process ended before its work was done (killed: by the OOM killer, by hand); the message
+    is one line. Here, beside the stop signals, so the command line can catch it without importing the
+    loader."""
+
+
 def release() -> None:
     """Lift ``held``'s delay in a process started inside it (after setting how it handles each signal)."""
     if hasattr(signal, "pthread_sigmask"):

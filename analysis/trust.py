@@ -57,13 +57,13 @@ def verdict(run: Mapping) -> str | None:
     seen = []
     cpus = _number(run.get("usable_cpus"))
     cpus_text = f"{cpus:g} usable CPU{'s' if cpus != 1 else ''}" if cpus else "the usable CPUs"
-    other = _number(run.get("other_cpu_share"))
+    other = _share_of_time(run.get("other_cpu_share"))
     if other is not None and other >= OTHER_CPU_SHARE_LIMIT:
         seen.append(
             f"other processes took {fmt_percent(other)} of the {cpus_text}' time "
             f"(limit {fmt_percent(OTHER_CPU_SHARE_LIMIT)})"
         )
-    steal = _number(run.get("steal_share"))
+    steal = _share_of_time(run.get("steal_share"))
     if steal is not None and steal >= STEAL_SHARE_LIMIT:
         limit = fmt_percent(STEAL_SHARE_LIMIT)
         seen.append(f"the hypervisor stole {fmt_percent(steal)} of their time (limit {limit})")
@@ -132,6 +132,13 @@ def _ratio(value: float) -> str:
 
 def _share(value: float) -> str:
     return "?" if not math.isfinite(value) else fmt_percent(value)
+
+
+def _share_of_time(value: object) -> float | None:
+    """A share of the CPUs' time (0–1) as a float; None when missing or impossible (above 1: 3.0 would print
+    "300 % of the CPUs' time", a hand-edited 1e300 a 304-digit percentage), as for unknown conditions."""
+    share = _number(value)
+    return share if share is not None and 0 <= share <= 1 else None
 
 
 def _number(value: object) -> float | None:

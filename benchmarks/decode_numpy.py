@@ -29,6 +29,7 @@ Conventions of the step (the reference defines them):
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections import Counter
 from collections.abc import Callable, Mapping
@@ -53,6 +54,28 @@ TINY_LLAMA_4L = ModelConfig(
     vocab=32_000,
     tied=True,
 )
+#: The CPU step's weights are at least this many last-level caches (``cpu_decode_config``): a step that reads
+#: them streams from DRAM, as ``analysis.host`` requires of any figure it calls "from DRAM" (its
+#: ``DRAM_LLC_FACTOR``).
+DRAM_LLC_FACTOR = 2
+
+
+def cpu_decode_config(llc_bytes: int | None) -> ModelConfig:
+    """The CPU benchmark's model on a machine whose last-level cache holds ``llc_bytes`` (None: unknown):
+    ``TINY_LLAMA_4L``, with as many more layers as make its float32 weights ≥ ``DRAM_LLC_FACTOR`` × the
+    LLC, named for its layer count ("tiny-llama-7L-1024"). Sized as ``host_bandwidth`` sizes its arrays, so
+    that every machine's step reads its weights from DRAM (a 273 MB LLC needs 7 layers, 617 MB)."""
+    base = TINY_LLAMA_4L
+    wanted = DRAM_LLC_FACTOR * (llc_bytes or 0)
+    fixed = 4 * (base.embedding_params + base.final_norm_params)  # float32: 4 B per parameter
+    per_layer = 4 * base.layer_params
+    n_layers = max(base.n_layers, math.ceil((wanted - fixed) / per_layer))
+    if n_layers == base.n_layers:
+        return base
+    name = base.name.replace(f"-{base.n_layers}L-", f"-{n_layers}L-")
+    return dataclasses.replace(base, name=name, n_layers=n_layers)
+
+
 #: RoPE base of the Llama 3 family (config.json ``rope_theta``).
 ROPE_THETA = 500_000.0
 #: RMSNorm epsilon of the Llama 3 family (config.json ``rms_norm_eps``).
@@ -325,6 +348,14 @@ class NumpyDecodeStep:
 
     ``run()`` executes one step, which writes position ``ctx - 1`` of ``cache``; afterwards ``logits``
     ([vocab], float32) and ``next_token`` (0-d, the argmax) hold its result.
+
+    ``probe`` is the step's bandwidth probe: the very matrix-vector products by which the step streams its
+    weights (the same matrices and views, the same BLAS calls, in the step's order), with nothing between
+    them and writing into buffers of their own. ``run(ops=step.probe)`` reads every weight byte the step
+    reads as fast as this machine's BLAS can, and the step does all of that plus the rest: the probe's time,
+    measured in the same rounds as the step, is the bandwidth term of a lower bound that the step cannot beat
+    (``analysis.decode``), where a STREAM figure measured minutes apart can be beaten by a step that caught
+    the memory bus quieter.
     """
 
     plan: str
@@ -335,6 +366,12 @@ class NumpyDecodeStep:
     tail: tuple[Op, ...]
     logits: np.ndarray
     next_token: np.ndarray
+    probe: tuple[Op, ...]  # the bandwidth probe: every weight matrix-vector product of the step, alone
+
+    @property
+    def probe_bytes(self) -> int:
+        """Bytes the bandwidth probe reads: every weight matrix of the step once."""
+        return sum(op.bytes_read for op in self.probe)
 
     @property
     def ops(self) -> tuple[Op, ...]:
@@ -532,6 +569,27 @@ def build_numpy_step(plan: str, weights: DecodeWeights, cache: KVCache, token: i
             xp.add(h, o, out=h)
         rmsnorm(xp, weights.final_norm)
 
+    def probe_op(name: str, matrix: np.ndarray, x: np.ndarray) -> Op:
+        """``matrix @ x`` as the step computes it, into a buffer of the probe's own."""
+        out = np.empty(matrix.shape[0], f32)
+        return Op(name, lambda xp: xp.matmul(matrix, x, out=out), (matrix,))
+
+    def probe_layer(lw: LayerWeights) -> tuple[Op, ...]:
+        if fused:
+            qkv_ops = (probe_op("QKV projection", lw.wqkv, xn),)
+            gu_ops = (probe_op("gate/up projection", lw.wgu, xn),)
+        else:
+            wq, wk = lw.wqkv[:q_width], lw.wqkv[q_width : q_width + kv_width]
+            wv = lw.wqkv[q_width + kv_width :]
+            qkv_ops = tuple(probe_op("QKV projection", w, xn) for w in (wq, wk, wv))
+            gu_ops = tuple(probe_op("gate/up projection", w, xn) for w in (lw.wgu[:ff], lw.wgu[ff:]))
+        return (
+            *qkv_ops,
+            probe_op("output projection", lw.wo, attn),
+            *gu_ops,
+            probe_op("down projection", lw.wd, act),
+        )
+
     tail = (
         Op("final RMSNorm", final_norm, (weights.final_norm,)),
         Op("output layer", lambda xp: xp.matmul(weights.embedding, xn, out=logits), (weights.embedding,)),
@@ -550,6 +608,10 @@ def build_numpy_step(plan: str, weights: DecodeWeights, cache: KVCache, token: i
         tail=tail,
         logits=logits,
         next_token=next_token,
+        probe=(
+            *(op for lw in weights.layers for op in probe_layer(lw)),
+            probe_op("output layer", weights.embedding, xn),
+        ),
     )
 
 

@@ -1,13 +1,21 @@
-"""Where this run will be saved, checked at session start: storage that cannot be written is found before
-anything is measured, not after every case has run (pytest-benchmark writes only at the very end, and a
-``PermissionError`` there loses the whole run).
+"""Where this run will be saved, checked at session start, and the save itself guarded at the end.
 
-Only checks; nothing is created or written here (pytest-benchmark creates its storage folder itself).
+Storage that cannot be written is found before anything is measured, not after every case has run
+(pytest-benchmark writes only at the very end, and a ``PermissionError`` there loses the whole run). A disk
+that fills up (or a file-size limit, a folder removed) while the cases run is only found when saving:
+``guard_saving`` makes pytest-benchmark's two writes (``--benchmark-json``, and the file storage of
+``--benchmark-save``/``--benchmark-autosave``) go through ``write_run``, which writes a file whole or not
+at all (never a truncated run under the storage's own name) and, when it cannot, keeps the run in a
+fallback folder (``fallback_folders``) named in one line, so minutes of measurement are never lost to a
+full disk.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -65,3 +73,87 @@ def output_problems(session: Any) -> list[str]:
                     f"--benchmark-storage (where --benchmark-save/--benchmark-autosave write): {problem}"
                 )
     return problems
+
+
+def fallback_folders() -> list[Path]:
+    """Where a run that cannot be saved where asked is kept instead, in order: the temporary folder (another
+    file system, often), the home folder, the current folder."""
+    return list(dict.fromkeys([Path(tempfile.gettempdir()), Path.home(), Path.cwd()]))
+
+
+def write_run(path: Path, data: bytes, say: Callable[[str], None]) -> Path | None:
+    """Write ``data`` (one saved run) to ``path`` whole or not at all: into a hidden file beside it, then
+    renamed. When that fails (``OSError``: a full disk, a file-size limit, a folder gone), nothing is left
+    under ``path`` and the run is written to the first of ``fallback_folders`` that takes it; ``say`` gets
+    one line naming both. Return where the run is, or None when no folder took it (also said)."""
+    try:
+        _write_whole(path, data)
+        return path
+    except OSError as error:
+        reason = error.strerror or str(error)
+    for folder in fallback_folders():
+        fallback = folder / f"launchbench-unsaved-{os.getpid()}-{path.name}"
+        try:
+            _write_whole(fallback, data)
+        except OSError:
+            continue
+        say(
+            f"launchbench: the run could not be saved to {path} ({reason}); it was saved to {fallback} "
+            "instead: move it there once there is room"
+        )
+        return fallback
+    folders = ", ".join(map(str, fallback_folders()))
+    say(f"launchbench: the run could not be saved to {path} ({reason}), nor in {folders}: it is lost")
+    return None
+
+
+def _write_whole(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` through a hidden file beside it, renamed into place once written and
+    flushed to disk; the hidden file is removed when anything fails."""
+    handle, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent)
+    try:
+        # mkstemp makes the file private (0600); a saved run gets the permissions any new file gets here
+        os.fchmod(handle, 0o666 & ~_umask())
+        with os.fdopen(handle, "wb") as file:
+            file.write(data)
+            file.flush()
+            os.fsync(file.fileno())
+        Path(name).replace(path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            Path(name).unlink()
+        raise
+
+
+def _umask() -> int:
+    """The process's file-creation mask (read by setting it, then put back at once)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def guard_saving(session: Any, say: Callable[[str], None]) -> None:
+    """Make pytest-benchmark's ``session`` save through ``write_run``: the ``--benchmark-json`` file, and the
+    file storage's next run file (other storage backends report their own errors). The bytes written are
+    pytest-benchmark's own (``safe_dumps``, as its writers do)."""
+    from pytest_benchmark.utils import safe_dumps
+
+    def encoded(output_json: dict) -> bytes:
+        return safe_dumps(output_json, ensure_ascii=True, indent=4).encode()
+
+    def save_json(output_json: dict) -> None:
+        write_run(Path(session.json), encoded(output_json), say)
+
+    session.save_json = save_json
+    storage = session.storage
+    if isinstance(getattr(storage, "path", None), Path) and hasattr(storage, "get"):
+
+        def save(output_json: dict, save: str) -> None:
+            try:
+                path = storage.get(f"{storage._next_num}_{save}.json")
+            except OSError as error:  # the storage folder itself cannot be listed any more
+                path = storage.path / f"{save}.json"
+                say(f"launchbench: the storage {storage.path} cannot be read ({error.strerror or error})")
+            write_run(path, encoded(output_json), say)
+
+        storage.save = save

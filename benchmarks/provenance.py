@@ -3,7 +3,14 @@
 pytest-benchmark's storage folder names only the OS and Python (``Linux-CPython-3.11-64bit``), so two machines
 land in one folder; ``machine_id`` tells them apart. The rest says what shaped the figures: the CPU and its
 caches (whether an array is served from cache or from DRAM), the frequency governor, numpy's BLAS and thread
-pools, the thread environment variables, and the GPU when CuPy sees one.
+pools, the thread environment variables, the GPU frameworks installed beside CuPy, and the GPU when CuPy sees
+one. Where the tree has no ``.git`` (the GPU machine's copy), the commit measured comes from
+``LAUNCHBENCH_COMMIT`` (``fill_commit_info``, pytest-benchmark's ``commit_info``).
+
+Host names do not tell machines apart: cloud VMs, containers and lab machines share them. So ``machine_id``
+holds the name the user gave the machine (``LAUNCHBENCH_MACHINE``, or pytest's ``--machine``, as asv asks for
+a machine name once), else the host name with a short fingerprint of the OS installation
+(``installation_fingerprint``), beside the OS, CPU and GPU.
 
 Only what stays true of the machine belongs here: pytest-benchmark compares ``machine_info`` wholesale and
 warns on any difference, so two runs of one unchanged machine must give identical dicts. The load, clocks
@@ -18,10 +25,15 @@ probe and then fails every call) leaves its keys ``None`` (``gpu``: ``{"error": 
 
 from __future__ import annotations
 
+import hashlib
+import hmac
+import importlib.metadata
 import os
 import platform
+import re
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
@@ -54,17 +66,44 @@ _SIZE_SUFFIXES = {"K": 1024, "M": 1024**2, "G": 1024**3}
 
 #: What ``machine_id`` says for a GPU whose name could not be read (the GPU collector failed).
 GPU_UNREADABLE = "GPU unreadable"
+#: The environment variable that names this machine (``--machine`` on the command line wins over it).
+MACHINE_NAME_VARIABLE = "LAUNCHBENCH_MACHINE"
+#: Where an installation keeps its machine id: systemd's, then D-Bus's (machine-id(5)).
+MACHINE_ID_FILES = (Path("/etc/machine-id"), Path("/var/lib/dbus/machine-id"))
+#: Hex digits of the installation fingerprint: 32 bits, so that two installations behind one host name
+#: share a fingerprint with a chance of 1 in 4 billion.
+FINGERPRINT_CHARS = 8
+#: The key the machine id is hashed with: machine-id(5) asks that the id never be shown as it is, only
+#: hashed with a key of the application's own.
+_FINGERPRINT_KEY = b"launchbench machine fingerprint"
+
+#: The GPU frameworks whose installed versions ``frameworks`` records (the GPU machine's image holds all
+#: three, so a later comparison with them can be measured in the same window), read from the installed
+#: packages' metadata: none is imported.
+FRAMEWORKS = ("torch", "triton", "jax")
+
+#: The variable a command sets to the checkout's commit where the tree has no ``.git`` (the GPU machine gets
+#: a copy of the working tree without it): ``git describe --always --dirty --abbrev=40`` of the checkout.
+COMMIT_VARIABLE = "LAUNCHBENCH_COMMIT"
+#: pytest-benchmark's ``commit_info["id"]`` where git could not say: no ``.git`` ("unversioned"), git
+#: missing or failing ("unknown").
+NO_COMMIT = ("unversioned", "unknown")
+_COMMIT = re.compile(r"(?P<id>[0-9a-f]{7,40})(?P<dirty>-dirty)?")
 
 
-def collect_machine_info(faults: list[str] | None = None) -> dict[str, object]:
+def collect_machine_info(
+    faults: list[str] | None = None, machine_name: str | None = None
+) -> dict[str, object]:
     """Return ``machine_info["launchbench"]``: identity, CPU, caches, numpy/BLAS, thread env and GPU.
 
     Sizes are bytes; ``gpu`` is ``benchmarks.cuda.gpu_info()`` (``None`` without a usable device,
-    ``{"error": ...}`` when the device failed to answer). ``machine_id`` is ``machine_id(...)`` of the facts,
-    the composition ``analysis.load`` applies to every run, so both agree. A collector that raises appends
-    one line to ``faults`` (when given) and leaves its keys ``None``.
+    ``{"error": ...}`` when the device failed to answer). ``machine_name``: the name the user gave the
+    machine (``--machine``), else ``LAUNCHBENCH_MACHINE``'s value, else ``None`` (``chosen_name``).
+    ``machine_id`` is ``machine_id(...)`` of the facts, the composition ``analysis.load`` applies to every
+    run, so both agree. A collector that raises appends one line to ``faults`` (when given) and leaves its
+    keys ``None``.
     """
-    info: dict[str, object] = {}
+    info: dict[str, object] = {"machine_name": chosen_name(machine_name)}
     for collector, keys in COLLECTORS:
         try:
             collector(info)
@@ -77,21 +116,95 @@ def collect_machine_info(faults: list[str] | None = None) -> dict[str, object]:
             if faults is not None:
                 faults.append(f"provenance: {collector.__name__} failed ({text}); its keys are left empty")
     gpu = info["gpu"]
+    fingerprint, name = info["machine_fingerprint"], info["machine_name"]
     info["machine_id"] = machine_id(
         str(info["host"] or "unknown-host"),
         info["system"],
         str(info["cpu_model"] or "unknown-cpu"),
         gpu_label(gpu),
+        fingerprint=str(fingerprint) if fingerprint else None,
+        name=str(name) if name else None,
     )
     return info
 
 
-def machine_id(host: str, system: object, cpu_model: str, gpu: str) -> str:
-    """The machine's stable identity: "host / OS / CPU model / GPU name or 'no GPU'" (OS as
-    ``platform.system()``, e.g. "Linux"; left out where unknown). A Windows and a Linux install of one
-    laptop are two machines: their numbers differ."""
-    parts = [host, str(system) if system else None, cpu_model, gpu]
+def chosen_name(name: str | None) -> str | None:
+    """The machine's name: ``name`` (``--machine``), else ``LAUNCHBENCH_MACHINE``'s value, stripped; None
+    when neither is set or both are blank."""
+    for candidate in (name, os.environ.get(MACHINE_NAME_VARIABLE)):
+        if candidate is not None and candidate.strip():
+            return candidate.strip()
+    return None
+
+
+def machine_id(
+    host: str,
+    system: object,
+    cpu_model: str,
+    gpu: str,
+    fingerprint: str | None = None,
+    name: str | None = None,
+) -> str:
+    """The machine's stable identity: "who / OS / CPU model / GPU name or 'no GPU'" (OS as
+    ``platform.system()``, e.g. "Linux"; left out where unknown). Who: the ``name`` the user gave the
+    machine, else "host#fingerprint" (``installation_fingerprint``), else the host alone, as runs saved
+    before the fingerprint existed have it (they keep their id). A Windows and a Linux install of one laptop
+    are two machines: their numbers differ."""
+    who = name or (f"{host}#{fingerprint}" if fingerprint else host)
+    parts = [who, str(system) if system else None, cpu_model, gpu]
     return " / ".join(part for part in parts if part)
+
+
+def installation_fingerprint() -> str | None:
+    """A short stable fingerprint of this installation of the OS: ``FINGERPRINT_CHARS`` hex digits of an
+    HMAC-SHA-256 of its machine id (Linux: /etc/machine-id; macOS: the platform UUID; Windows: the
+    MachineGuid), so that two VMs or lab machines sharing a host name are two machines; None where the OS
+    keeps no such id (a container without /etc/machine-id, whose host name is the container's own)."""
+    raw = _installation_id()
+    if not raw:
+        return None
+    digest = hmac.new(_FINGERPRINT_KEY, raw.encode("utf-8"), hashlib.sha256).hexdigest()
+    return digest[:FINGERPRINT_CHARS]
+
+
+def _installation_id() -> str | None:
+    """The OS installation's own id as text, or None where it keeps none or it cannot be read."""
+    for path in MACHINE_ID_FILES:
+        text = _read_text(path)
+        if text:
+            return text
+    if sys.platform == "darwin":
+        return _darwin_platform_uuid()
+    if sys.platform == "win32":
+        return _windows_machine_guid()
+    return None
+
+
+def _darwin_platform_uuid() -> str | None:
+    """macOS: the IOPlatformUUID that ``ioreg`` reports, or None."""
+    try:
+        result = subprocess.run(
+            ["ioreg", "-rd1", "-c", "IOPlatformExpertDevice"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    found = re.search(r'"IOPlatformUUID"\s*=\s*"([^"]+)"', result.stdout)
+    return found.group(1) if found else None
+
+
+def _windows_machine_guid() -> str | None:
+    """Windows: the MachineGuid under HKEY_LOCAL_MACHINE's SOFTWARE/Microsoft/Cryptography, or None."""
+    try:
+        import winreg  # Windows only: imported where it exists
+
+        with winreg.OpenKey(winreg.HKEY_LOCAL_MACHINE, r"SOFTWARE\Microsoft\Cryptography") as key:
+            return str(winreg.QueryValueEx(key, "MachineGuid")[0])
+    except (ImportError, OSError):
+        return None
 
 
 def gpu_label(gpu: object) -> str:
@@ -103,11 +216,13 @@ def gpu_label(gpu: object) -> str:
 
 
 def collect_host(info: dict[str, object]) -> None:
-    """Fill ``host`` (the network name), ``system`` (``platform.system()``: "Linux", "Windows", "Darwin")
-    and ``platform`` (OS, kernel release and C library in one string)."""
+    """Fill ``host`` (the network name), ``system`` (``platform.system()``: "Linux", "Windows", "Darwin"),
+    ``platform`` (OS, kernel release and C library in one string) and ``machine_fingerprint``
+    (``installation_fingerprint``)."""
     info["host"] = platform.node() or "unknown-host"
     info["system"] = platform.system() or None
     info["platform"] = platform.platform()
+    info["machine_fingerprint"] = installation_fingerprint()
 
 
 def collect_cpu(info: dict[str, object]) -> None:
@@ -160,6 +275,18 @@ def collect_env(info: dict[str, object]) -> None:
     info["env"] = {name: os.environ.get(name) for name in THREAD_ENV_VARS}
 
 
+def collect_frameworks(info: dict[str, object]) -> None:
+    """Fill ``frameworks``: the installed version of each of ``FRAMEWORKS``, ``None`` where it is not
+    installed (read from package metadata, so the timed process does not import them)."""
+    versions: dict[str, str | None] = {}
+    for name in FRAMEWORKS:
+        try:
+            versions[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            versions[name] = None
+    info["frameworks"] = versions
+
+
 def collect_gpu(info: dict[str, object]) -> None:
     """Fill ``gpu`` with ``benchmarks.cuda.gpu_info()``: name, compute capability, SMs, memory, driver and
     runtime versions, CuPy version; ``None`` when no CUDA device is usable. The GPU's clocks, power and
@@ -169,13 +296,42 @@ def collect_gpu(info: dict[str, object]) -> None:
 
 #: Each collector and the keys it fills (left ``None`` when it raises).
 COLLECTORS = (
-    (collect_host, ("host", "system", "platform")),
+    (collect_host, ("host", "system", "platform", "machine_fingerprint")),
     (collect_cpu, ("cpu_model", "logical_cpus", "usable_cpus", "governor")),
     (collect_caches, ("caches", "llc_bytes", "core_cache_bytes")),
     (collect_numpy, ("numpy", "blas")),
     (collect_env, ("env",)),
+    (collect_frameworks, ("frameworks",)),
     (collect_gpu, ("gpu",)),
 )
+
+
+def environment_commit(environ: Mapping[str, str] = os.environ) -> dict[str, object] | None:
+    """The commit ``COMMIT_VARIABLE`` names, as pytest-benchmark's ``commit_info`` fields (``id``, ``dirty``,
+    and ``id_from`` naming the variable), or ``None`` where it is unset or empty. Raises ``ValueError`` in one
+    line naming the value where it is not a commit (7 to 40 hex digits, then ``-dirty`` where the tree had
+    changes)."""
+    value = environ.get(COMMIT_VARIABLE, "").strip()
+    if not value:
+        return None
+    match = _COMMIT.fullmatch(value)
+    if match is None:
+        raise ValueError(
+            f"{COMMIT_VARIABLE}={value!r} is not a commit: give `git describe --always --dirty --abbrev=40` "
+            "of the checkout (7 to 40 hex digits, then -dirty where the tree has changes)"
+        )
+    return {"id": match["id"], "dirty": match["dirty"] is not None, "id_from": COMMIT_VARIABLE}
+
+
+def fill_commit_info(commit_info: dict[str, object], environ: Mapping[str, str] = os.environ) -> None:
+    """Where git could not say which commit was measured (``commit_info["id"]`` in ``NO_COMMIT``: a tree
+    copied without ``.git``, or no git), take it from ``COMMIT_VARIABLE``; where git could, its answer stands
+    and the variable is not read. ``ValueError`` for a variable that is not a commit."""
+    if commit_info.get("id") not in NO_COMMIT:
+        return
+    commit = environment_commit(environ)
+    if commit is not None:
+        commit_info.update(commit)
 
 
 def _read_text(path: Path) -> str | None:

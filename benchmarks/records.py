@@ -14,7 +14,8 @@ SUITE = "launchbench"
 CONTRACT: Mapping[str, str] = {
     "suite": 'always "launchbench": tells our cases from other suites\' in mixed storage',
     "case": "the family: ufunc_size, many_vs_one, host_bandwidth, numpy_op, launch_batch, launch_sync_each, "
-    "graph_replay, spin, enqueue, sync, launch_args, decode_step, decode_floor",
+    "graph_replay, spin, enqueue, sync, launch_args, decode_step, decode_floor, framework_call, "
+    "framework_launch, framework_step",
     "device": 'where the work runs: "cpu" or "cuda"',
     "op": 'the operation timed, e.g. "np.add", "copy", "triad", "empty_kernel", "decode_step", "attention"; '
     "a numpy_op case: the op identity of benchmarks.decode_numpy.op_identity, "
@@ -38,7 +39,9 @@ CONTRACT: Mapping[str, str] = {
     "rows": "matrix rows (outputs) of a matrix-vector case (decode_step, op matvec)",
     "cols": "matrix columns (inputs) of a matrix-vector case (decode_step, op matvec)",
     "layer": 'what issues a launch-cost ladder launch (launch_args): "cupy" (RawKernel.__call__), "driver" '
-    '(cuLaunchKernel through cupy.cuda.driver.launchKernel, arguments packed once), "graph" (graph replay)',
+    '(cuLaunchKernel through cupy.cuda.driver.launchKernel, arguments packed once), "graph" (graph replay); '
+    'framework_launch: "torch" (an eager tiny op), "torch_graph" (those ops replayed from a '
+    'torch.cuda.CUDAGraph), "triton" (a @triton.jit kernel), "jax" (a jax.jit call)',
     "n_args": "kernel arguments per launch (launch_args)",
     "n_args_total": "kernel arguments summed over the launches of one timed call (GPU decode step)",
     "achieved_ns": "spin kernels: median over the kernels of the last timed submission of the SM cycles each "
@@ -47,6 +50,20 @@ CONTRACT: Mapping[str, str] = {
     "(each reading is whole timer steps; the mean resolves less than one)",
     "op_counts": "numpy calls per timed call by op (a mapping op identity -> count, as numpy_op's op); "
     "its counts sum to n_calls",
+    "pdl": "launch_pdl: whether the kernels were launched with programmatic dependent launch "
+    "(cuLaunchKernelEx with CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION = 1): true or false (the "
+    "same call without the attribute)",
+    "probe_bytes": "CPU decode step: bytes its bandwidth probe reads per round (every weight matrix once, by "
+    "the step's own matrix-vector products alone)",
+    "probe_s": "CPU decode step: the bandwidth probe's time of each round, s, a list with one entry per "
+    "timed round of the step (probe round i ran just before step round i)",
+    "probe_op_counts": "CPU decode step: the bandwidth probe's numpy calls by op (as op_counts)",
+    "framework": "the library whose calls are timed (framework_call, framework_launch, framework_step): "
+    '"numpy", "torch", "jax", "triton"',
+    "threads": "intra-op threads the framework was set to use (PyTorch's torch.get_num_threads() during the "
+    "case); absent where the case does not set them",
+    "compiler": 'what compiled the timed call ahead of timing: "jax.jit", "torch.compile", "triton"; absent: '
+    "eager, op by op",
 }
 
 

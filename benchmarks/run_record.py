@@ -42,7 +42,8 @@ _STEAL_FIELD = 7
 
 
 class Terminated(KeyboardInterrupt):
-    """SIGTERM as an interrupt: pytest ends the session normally and the measured cases are saved."""
+    """A stop signal (``STOP_SIGNALS``) as an interrupt: pytest ends the session normally and the measured
+    cases are saved."""
 
 
 def usable_cpu_ids() -> list[int] | None:
@@ -312,16 +313,46 @@ def record_fault(config: Any, line: str) -> None:
         record.faults.append(line)
 
 
-def terminate_as_interrupt() -> Any:
-    """Make SIGTERM raise ``Terminated`` (a KeyboardInterrupt) in the main thread; return the old handler."""
+#: The signals that stop a benchmark run and still save what it measured, and how the record names each.
+STOP_SIGNALS = {"SIGINT": "SIGINT (Ctrl-C)", "SIGTERM": "SIGTERM", "SIGHUP": "SIGHUP"}
+
+
+def stop_as_interrupt(record: RunRecord | None) -> dict[int, Any]:
+    """Make Ctrl-C, SIGTERM and SIGHUP (a dropped SSH session) raise ``Terminated`` (a KeyboardInterrupt)
+    in the main thread, so pytest ends the session normally and the measured cases are saved; the signal
+    is written into ``record.interrupted_by``. A second stop signal while the first one is being handled
+    (Ctrl-C pressed twice) is ignored with one line: raised inside pytest's own handling of the first, it
+    would end the session with a traceback and nothing saved. Return the old handlers
+    (``restore_handlers``); none where signals cannot be set (not the main thread)."""
+    stopping: list[str] = []
 
     def handler(signum: int, frame: object) -> None:
-        raise Terminated(f"signal {signal.Signals(signum).name}")
+        name = signal.Signals(signum).name
+        if stopping:
+            os.write(2, f"\nlaunchbench: {name} ignored: saving what was measured first\n".encode())
+            return
+        stopping.append(name)
+        if record is not None and record.interrupted_by is None:
+            record.interrupted_by = STOP_SIGNALS[name]
+        raise Terminated(f"signal {name}")
 
-    try:
-        return signal.signal(signal.SIGTERM, handler)
-    except ValueError:  # not the main thread (e.g. pytest run inside a thread): leave signals alone
-        return None
+    old = {}
+    for name in STOP_SIGNALS:
+        signum = getattr(signal, name, None)
+        if signum is None:
+            continue
+        try:
+            old[signum] = signal.signal(signum, handler)
+        except ValueError:  # not the main thread (e.g. pytest run inside a thread): leave signals alone
+            return restore_handlers(old)
+    return old
+
+
+def restore_handlers(old: dict[int, Any]) -> dict[int, Any]:
+    """Put back the handlers ``stop_as_interrupt`` replaced; return none left to restore."""
+    for signum, handler in old.items():
+        signal.signal(signum, handler)
+    return {}
 
 
 def _without_clock(snap: dict[str, Any]) -> dict[str, Any]:

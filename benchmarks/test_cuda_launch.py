@@ -1,6 +1,6 @@
 """GPU launch suite: what launching, synchronising and replaying CUDA kernels costs, measured with CuPy.
 
-Seven cases, each a ``case`` in ``extra_info`` (with ``mode``, ``n_kernels``, ``kernel_ns``, ``gpu_time_s``):
+Eight cases, each a ``case`` in ``extra_info`` (with ``mode``, ``n_kernels``, ``kernel_ns``, ``gpu_time_s``):
 
 - ``launch_batch``: N empty kernels on one stream, then one synchronise (slope: cost per launch; intercept:
   the synchronise round trip);
@@ -19,7 +19,16 @@ Seven cases, each a ``case`` in ``extra_info`` (with ``mode``, ``n_kernels``, ``
   ``cupy.cuda.driver.launchKernel``, arguments packed once), both as ``enqueue`` behind a blocking kernel
   (host cost per launch), or "graph" (captured, replayed; its CUDA-event time behind a lead spin is the GPU's
   time per node);
-- ``sync``: synchronising an idle stream.
+- ``sync``: synchronising an idle stream;
+- ``launch_pdl``: programmatic dependent launch (compute capability >= 9.0). N launches of ``pdl_kernel``
+  (``launch.cu``: it lets its successor be scheduled, then waits for its predecessor) through the driver's
+  ``cuLaunchKernelEx`` (``benchmarks/launch_ex.py``: CuPy binds no launch with attributes), ``pdl`` true with
+  the programmatic stream serialization attribute, false the same call without it; ``mode`` "eager" queued
+  behind a blocking kernel as ``enqueue`` is (its CUDA-event slope: the GPU's time per kernel, the gap g
+  with and without PDL), or "graph" captured from those launches (programmatic edges with the attribute) and
+  replayed behind a lead spin as the ladder's graph layer is (the GPU's time per node). What PDL hides of g
+  is the ratio of the two slopes, measured on the same kernel in the same run. Skipped, with the reason,
+  below compute capability 9.0 or where the driver has no ``cuLaunchKernelEx``.
 
 pytest-benchmark times the host; every timed call ends with a synchronise, except those issued behind a
 blocking kernel (their work is waited for in the untimed setup of the next round). ``gpu_time_s`` is the
@@ -62,6 +71,7 @@ from benchmarks.cuda_timing import (
     replay,
     then_sync,
 )
+from benchmarks.launch_ex import ex_eager, pdl_reason
 from benchmarks.records import record
 from benchmarks.run_record import record_fact
 from benchmarks.spin_clock import (
@@ -92,6 +102,9 @@ SPIN_N_KERNELS = 256
 LADDER_LAYERS = ("cupy", "driver", "graph")
 QUICK_LADDER_ARGS = (0, 13)
 LADDER_N = 256
+# The PDL case: kernels per timed call (eager ones within the measured queue, as ENQUEUE_N).
+PDL_N = (1, 4, 16, 64, 256)
+QUICK_PDL_N = (1, 256)
 
 _SWEEPS = {  # test function -> (argument, full values, --quick values)
     "test_launch_batch": ("n_kernels", LAUNCH_N, QUICK_LAUNCH_N),
@@ -100,6 +113,7 @@ _SWEEPS = {  # test function -> (argument, full values, --quick values)
     "test_enqueue": ("n_kernels", ENQUEUE_N, QUICK_ENQUEUE_N),
     "test_spin": ("kernel_ns", SPIN_NS, QUICK_SPIN_NS),
     "test_launch_args": ("n_args", LADDER_ARGS, QUICK_LADDER_ARGS),
+    "test_launch_pdl": ("n_kernels", PDL_N, QUICK_PDL_N),
 }
 
 
@@ -487,6 +501,55 @@ def test_launch_args(
         mode="graph" if layer == "graph" else "eager",
         layer=layer,
         n_args=n_args,
+        n_kernels=n_kernels,
+        gpu_time_s=gpu_time_s,
+    )
+
+
+@pytest.fixture(scope="module")
+def pdl_launch(gpu: _Gpu) -> Launch:
+    """The PDL case's kernel with a null counter (it does nothing after its wait), compiled once; skips the
+    case, with the reason, where programmatic dependent launch is not available (``launch_ex.pdl_reason``)."""
+    reason = pdl_reason(cupy_module().cuda.Device().compute_capability)
+    if reason is not None:
+        pytest.skip(reason)
+    return Launch(kernels.kernel("launch", "pdl_kernel"), (None,))
+
+
+@pytest.mark.benchmark(group="cuda launch_pdl")
+@pytest.mark.parametrize("pdl", [False, True], ids=["plain", "pdl"])
+@pytest.mark.parametrize("mode", ["eager", "graph"])
+def test_launch_pdl(
+    benchmark: Any,
+    gpu: _Gpu,
+    queue: _Queue,
+    pdl_launch: Launch,
+    budget: _Budget,
+    n_kernels: int,
+    mode: str,
+    pdl: bool,
+) -> None:
+    stream = gpu.stream
+    submit = ex_eager(pdl_launch, n_kernels, stream, pdl)
+    what = f"launch_pdl {mode}, pdl={pdl}, n_kernels={n_kernels}"
+    if mode == "graph":
+        submit = replay(capture_graph(submit, stream), stream)
+        _time_host(benchmark, then_sync(submit, stream), budget)
+        gpu_time_s = event_median_s(submit, stream, budget.max_event_rounds, before=gpu.spin(_LEAD_NS))
+    else:
+        if n_kernels > queue.room:
+            pytest.skip(
+                f"the launch queue holds {queue.room + _QUEUE_RESERVE} launches behind a running kernel "
+                f"(measured): {n_kernels} launches + the blocker and events would fill it"
+            )
+        gpu_time_s = _time_behind_blocker(benchmark, gpu, budget, submit, what)
+    record(
+        benchmark,
+        case="launch_pdl",
+        device="cuda",
+        op="pdl_kernel",
+        mode=mode,
+        pdl=pdl,
         n_kernels=n_kernels,
         gpu_time_s=gpu_time_s,
     )

@@ -1,7 +1,8 @@
 """The decode step for real: a Llama-shaped forward pass for one token, in the seed's unfused and fused plans.
 
-CPU (always): ``benchmarks/decode_numpy.py``'s step of ``tiny-llama-4L-1024`` (≈ 375 MB of float32 weights,
-past the last-level cache), ctx 1,024; ``n_calls`` is the numpy calls per step, counted by running the step
+CPU (always): ``benchmarks/decode_numpy.py``'s step of ``tiny-llama-4L-1024`` (≈ 375 MB of float32
+weights; more layers where 2 × the machine's last-level cache is larger: ``cpu_decode_config``), ctx 1,024;
+``n_calls`` is the numpy calls per step, counted by running the step
 once through a counting stand-in for numpy. GPU (CuPy, skipped without a device): ``decode_cuda``'s step of
 Llama-3.2-1B (FP16, ≈ 2.5 GB), ctx 1,024, in each plan × mode ("eager": the launch list, "graph": one
 captured CUDA graph replayed); ``n_kernels`` is the length of the launch list. Plus the matrix-vector kernel
@@ -39,19 +40,20 @@ from benchmarks.cuda import cupy_module, device_failures, gpu_info, unavailable_
 from benchmarks.cuda_timing import Submit, capture_graph, event_median_s, replay, then_sync
 from benchmarks.decode_numpy import (
     PLANS,
-    TINY_LLAMA_4L,
     NumpyDecodeStep,
     build_numpy_step,
     check_against_reference,
+    cpu_decode_config,
     random_kv_cache,
     random_weights,
     reference_logits,
 )
+from benchmarks.provenance import collect_caches
 from benchmarks.records import record
 from benchmarks.run_record import record_fact
 from benchmarks.spin_clock import spin
 from model.hardware import resolve_gpu_spec
-from model.llm import LLAMA32_1B
+from model.llm import LLAMA32_1B, ModelConfig
 
 if TYPE_CHECKING:
     from benchmarks.decode_cuda import CudaDecodeStep
@@ -62,6 +64,10 @@ CTX = 1_024
 TOKEN = 1_234
 #: Logits of the float32 plans agree to this fraction of their RMS (they differ only in summation order).
 FP32_PLAN_TOLERANCE = 1e-4
+#: CPU step: timed rounds, each after one round of its bandwidth probe (``NumpyDecodeStep.probe``), full and
+#: --quick. The probe and the step then share their rounds' conditions and count, and so the statistic taken
+#: of either means the same.
+CPU_STEP_ROUNDS, QUICK_CPU_STEP_ROUNDS = 60, 10
 #: CPU attention term: rounds (each after an untimed whole step), full and --quick.
 ATTENTION_ROUNDS, QUICK_ATTENTION_ROUNDS = 30, 8
 #: Logits of the FP16 GPU plans and modes agree to this fraction of their RMS.
@@ -146,11 +152,20 @@ class _CpuModel:
     reference: np.ndarray  # float64 logits of the step (reference_logits)
 
 
+def cpu_config() -> ModelConfig:
+    """The CPU step's model on this machine: weights ≥ 2 × its last-level cache (``cpu_decode_config``)."""
+    caches: dict[str, object] = {}
+    collect_caches(caches)
+    llc_bytes = caches.get("llc_bytes")
+    return cpu_decode_config(llc_bytes if isinstance(llc_bytes, int) else None)
+
+
 @pytest.fixture(scope="module")
 def cpu_model() -> _CpuModel:
     """Random weights and cache (seeded), both plans built, and the float64 reference logits (≈ 1 s)."""
-    weights = random_weights(TINY_LLAMA_4L)
-    cache = random_kv_cache(TINY_LLAMA_4L, CTX)
+    cfg = cpu_config()
+    weights = random_weights(cfg)
+    cache = random_kv_cache(cfg, CTX)
     steps = {plan: build_numpy_step(plan, weights, cache, TOKEN) for plan in PLANS}
     return _CpuModel(steps=steps, reference=reference_logits(weights, cache, TOKEN))
 
@@ -162,13 +177,29 @@ def test_cpu_decode_step(
 ) -> None:
     """The step, checked against the float64 reference at its own shapes (the error, a fraction of the
     reference's RMS, saved as a fact of the run), then timed; its logits must not change over the timed
-    repetitions."""
+    repetitions.
+
+    Each timed round follows one round of the step's bandwidth probe (its own matrix-vector products alone,
+    ``NumpyDecodeStep.probe``), timed here with the same clock: ``probe_s`` holds one probe time per step
+    round, so the bandwidth the bound uses is measured in the same seconds as the step, on the same bytes,
+    through the same BLAS calls. One untimed probe and step warm both up first."""
     step = cpu_model.steps[plan]
     error = check_against_reference(step, cpu_model.reference)
     record_fact(request.config, f"cpu.decode_step.reference_error.{plan}", error)
     checked = step.logits.copy()
     counter = step.count_calls()
-    benchmark(step.run)
+    probe_counter = step.count_calls(step.probe)
+    probe_s: list[float] = []
+
+    def probe() -> None:
+        start = time.perf_counter()
+        step.run(ops=step.probe)
+        probe_s.append(time.perf_counter() - start)
+
+    step.run(ops=step.probe)
+    step.run()
+    rounds = QUICK_CPU_STEP_ROUNDS if request.config.getoption("quick") else CPU_STEP_ROUNDS
+    benchmark.pedantic(step.run, setup=probe, rounds=rounds, iterations=1)
     _assert_close(step.logits, checked, FP32_PLAN_TOLERANCE, f"{plan} after timing")
     _record_step(
         benchmark,
@@ -177,6 +208,14 @@ def test_cpu_decode_step(
         dtype="float32",
         n_calls=counter.calls,
         op_counts=dict(counter.op_counts),
+    )
+    record(
+        benchmark,
+        case="decode_step",
+        device="cpu",
+        probe_bytes=step.probe_bytes,
+        probe_s=probe_s,
+        probe_op_counts=dict(probe_counter.op_counts),
     )
 
 

@@ -14,9 +14,10 @@ Two families measure what one t0 leaves out:
 - ``decode_floor``: the whole step of ``FLOOR``, each plan: the step's overhead floor, what its call list
   costs when data costs nothing, including what no per-op figure holds (the Python work between the calls:
   the ops' bodies, reshapes, transposes and slices, the RMSNorm's float arithmetic). ``FLOOR`` has the
-  layers of the benchmark's model (``TINY_LLAMA_4L``) and its GQA grouping, and no dimension of 1 (which
-  would change which views are contiguous), so its call list is the benchmark step's: equal ``op_counts``,
-  by which analysis pairs the two. Its logits are checked against the float64 reference first.
+  layers of the benchmark's model on this machine (``cpu_decode_config``) and its GQA grouping, and no
+  dimension of 1 (which would change which views are contiguous), so its call list is the benchmark
+  step's: equal ``op_counts``, by which analysis pairs the two. Its logits are checked against the float64
+  reference first.
 
 How a call is replayed: while the floor step runs once through a recording stand-in for numpy, each call's
 array arguments are copied with their layout (a view keeps its offset and strides, in a copy of the array
@@ -43,25 +44,36 @@ import pytest
 from benchmarks.budget import timing_mark
 from benchmarks.decode_numpy import (
     PLANS,
-    TINY_LLAMA_4L,
     CallCounter,
     NumpyDecodeStep,
     build_numpy_step,
     check_against_reference,
+    cpu_decode_config,
     op_identity,
     random_kv_cache,
     random_weights,
     reference_logits,
 )
+from benchmarks.provenance import collect_caches
 from benchmarks.records import record
 from benchmarks.run_record import record_fact
 from model.llm import ModelConfig
 
-#: The overhead floor's model: the benchmark model's layers and GQA group (4 query heads per KV head), every
-#: other size a few elements, so data costs nothing and the call list is the benchmark step's.
+
+def _step_layers() -> int:
+    """Layers of the decode step this machine benchmarks (``cpu_decode_config`` of its last-level cache)."""
+    caches: dict[str, object] = {}
+    collect_caches(caches)
+    llc_bytes = caches.get("llc_bytes")
+    return cpu_decode_config(llc_bytes if isinstance(llc_bytes, int) else None).n_layers
+
+
+_LAYERS = _step_layers()
+#: The overhead floor's model: the benchmark model's layers (on this machine) and GQA group (4 query heads per
+#: KV head), every other size a few elements, so data costs nothing and the call list is the benchmark step's.
 FLOOR = ModelConfig(
-    "floor-llama-4L-16",
-    n_layers=TINY_LLAMA_4L.n_layers,
+    f"floor-llama-{_LAYERS}L-16",
+    n_layers=_LAYERS,
     d_model=16,
     n_heads=8,
     n_kv_heads=2,

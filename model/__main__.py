@@ -1,5 +1,9 @@
 """``python -m model``: the lecture's demo 1 (Amdahl vs Gustafson) and demo 2 (decode launch overhead).
 
+Demo 2 is printed twice: in the seed's model (the GPU adds nothing between kernels, g = 0), whose figures the
+lecture states, and as the hardware works (``model.launch``): the GPU's own gap g per kernel (``--gap-us``),
+a graph replay as a sum, and a graph with programmatic dependent launch hiding ``--pdl-hidden`` of g.
+
 The CLI is the only place that prints or exits; argparse holds every default. Every numeric option is checked
 for its range before any work (a bad value is one ``error:`` line naming the option and the value, exit code
 2); every line printed passes through ``model.units.text_for_stream``, so a terminal that cannot encode µ, ×
@@ -19,7 +23,18 @@ from dataclasses import dataclass
 from typing import IO, Any, NoReturn
 
 from model.hardware import GPUS, TENSOR_DTYPES, GPUSpec, gpu_spec
-from model.launch import MEGAKERNEL, PLANS, Composition, KernelPlan, compose
+from model.launch import (
+    DEFAULT_GAP_S,
+    DEFAULT_PDL_HIDDEN_SHARE,
+    MEGAKERNEL,
+    PLANS,
+    SEED_GAP_S,
+    Composition,
+    KernelPlan,
+    compose,
+    compose_graph,
+    compose_pdl_graph,
+)
 from model.laws import amdahl, amdahl_limit, gustafson, gustafson_limit
 from model.llm import MODELS, ModelConfig, check_context, model_config
 from model.roofline import DecodeStep, decode_step
@@ -101,6 +116,16 @@ def _launch_us(text: str) -> float:
     )
 
 
+def _gap_us(text: str) -> float:
+    return _number(
+        text, f"expected microseconds in [0, {_MAX_LAUNCH_US:,.0f}]", lambda us: 0 <= us <= _MAX_LAUNCH_US
+    )
+
+
+def _share(text: str) -> float:
+    return _number(text, "expected a fraction in [0, 1]", lambda share: 0 <= share <= 1)
+
+
 def _serial_fraction(text: str) -> float:
     return _number(
         text,
@@ -137,6 +162,20 @@ def build_parser() -> argparse.ArgumentParser:
         help="CPU-side cost of one kernel launch in µs (default 2 4 8)",
     )
     parser.add_argument(
+        "--gap-us",
+        type=_gap_us,
+        default=DEFAULT_GAP_S * 1e6,
+        help="the GPU's own time per kernel boundary g in µs, which no submission hides (default 1.3: Hazy "
+        "Research, 'Look Ma, No Bubbles', 2025, an H100 under CUDA graphs)",
+    )
+    parser.add_argument(
+        "--pdl-hidden",
+        type=_share,
+        default=DEFAULT_PDL_HIDDEN_SHARE,
+        help="share (0-1) of g that programmatic dependent launch hides (default 0.5: an assumption, see "
+        "model/launch.py)",
+    )
+    parser.add_argument(
         "--serial",
         nargs="+",
         type=_serial_fraction,
@@ -159,6 +198,19 @@ class _DecodeRow:
     plan: KernelPlan
     t_launch_s: float
     composition: Composition
+
+
+@dataclass(frozen=True)
+class _HardwareRow:
+    """One model, plan and launch cost as the hardware works: eager launches, a graph replay and a graph with
+    programmatic dependent launch, each with the GPU's own gap per kernel."""
+
+    cfg: ModelConfig
+    plan: KernelPlan
+    t_launch_s: float
+    eager: Composition
+    graph: Composition
+    pdl: Composition
 
 
 def _resolve(args: argparse.Namespace) -> tuple[GPUSpec, list[ModelConfig]]:
@@ -201,9 +253,13 @@ def _scaling_rows(serial_fractions: Sequence[float], ns: Sequence[int]) -> list[
 def _decode_rows(
     steps: dict[str, DecodeStep], cfgs: Sequence[ModelConfig], launch_s: Sequence[float], batch: int
 ) -> list[_DecodeRow]:
+    """Demo 2 in the seed's model: eager launches, the GPU adding nothing between kernels."""
     return [
         _DecodeRow(
-            cfg, plan, t_launch_s, compose(steps[cfg.name].t_step, plan.n_kernels(cfg), t_launch_s, batch)
+            cfg,
+            plan,
+            t_launch_s,
+            compose(steps[cfg.name].t_step, plan.n_kernels(cfg), t_launch_s, SEED_GAP_S, batch),
         )
         for cfg in cfgs
         for plan in PLANS.values()
@@ -211,8 +267,41 @@ def _decode_rows(
     ]
 
 
+def _hardware_rows(
+    steps: dict[str, DecodeStep],
+    cfgs: Sequence[ModelConfig],
+    launch_s: Sequence[float],
+    batch: int,
+    gap_s: float,
+    pdl_hidden: float,
+) -> list[_HardwareRow]:
+    """Demo 2 as the hardware works: the GPU's gap ``gap_s`` at every kernel; a graph's one launch costs what
+    one kernel launch does (an assumption), and its nodes the same gap; PDL hides ``pdl_hidden`` of it."""
+    rows = []
+    for cfg in cfgs:
+        t_gpu_s = steps[cfg.name].t_step
+        for plan in PLANS.values():
+            n = plan.n_kernels(cfg)
+            for t_launch_s in launch_s:
+                rows.append(
+                    _HardwareRow(
+                        cfg,
+                        plan,
+                        t_launch_s,
+                        eager=compose(t_gpu_s, n, t_launch_s, gap_s, batch),
+                        graph=compose_graph(t_gpu_s, n, gap_s, t_launch_s, batch),
+                        pdl=compose_pdl_graph(t_gpu_s, n, gap_s, t_launch_s, pdl_hidden, batch),
+                    )
+                )
+    return rows
+
+
 def _span(low: str, high: str) -> str:
     return low if low == high else f"{low}–{high}"
+
+
+def _time_span(seconds: Sequence[float]) -> str:
+    return _span(fmt_time(min(seconds)), fmt_time(max(seconds)))
 
 
 def _fmt_limit(limit: float) -> str:
@@ -277,7 +366,7 @@ def _gpu_line(hw: GPUSpec, dtype: str) -> str:
     )
     return (
         f"{hw.name} ({hw.source}): {fmt_rate(hw.mem_bytes_per_s)} memory bandwidth, {peak_text}, "
-        f"{fmt_binary_bytes(hw.mem_bytes)} of memory"
+        f"{fmt_bytes(hw.mem_bytes)} of memory"
     )
 
 
@@ -296,9 +385,9 @@ def _step_line(cfg: ModelConfig, step: DecodeStep, hw: GPUSpec) -> str:
 
 def _misfit_line(cfg: ModelConfig, step: DecodeStep, hw: GPUSpec) -> str:
     return (
-        f"does not fit: {cfg.name} needs at least {fmt_binary_bytes(step.resident_bytes)} "
-        f"({fmt_bytes(step.resident_bytes)}) for weights and KV cache, more than the "
-        f"{fmt_binary_bytes(hw.mem_bytes)} of one {hw.name}; its figures are bounds for a step that cannot "
+        f"does not fit: {cfg.name} needs at least {fmt_bytes(step.resident_bytes)} "
+        f"({fmt_binary_bytes(step.resident_bytes)}) for weights and KV cache, more than the "
+        f"{fmt_bytes(hw.mem_bytes)} of one {hw.name}; its figures are bounds for a step that cannot "
         "run on this GPU as modelled"
     )
 
@@ -330,7 +419,11 @@ def _demo2_lines(
         lines.append(_step_line(cfg, steps[cfg.name], hw))
         if not steps[cfg.name].fits_memory:
             lines.append(f"  WARNING {_misfit_line(cfg, steps[cfg.name], hw)}")
-    lines.append("")
+    lines += [
+        "",
+        "The seed's model (the GPU adds nothing between kernels, g = 0): serial = t_gpu + n·t_launch, "
+        "overlapped = max(t_gpu, n·t_launch)",
+    ]
     table = [
         [
             _model_cell(row.cfg, steps[row.cfg.name]),
@@ -431,6 +524,100 @@ def _demo2_observations(
     return observations
 
 
+def _hardware_lines(
+    steps: dict[str, DecodeStep],
+    rows: Sequence[_HardwareRow],
+    gap_s: float,
+    pdl_hidden: float,
+    spell: Callable[[str], str],
+) -> list[str]:
+    """Demo 2 as the hardware works: the GPU's own gap g at every kernel boundary, graph replay as a sum, and
+    graph replay with programmatic dependent launch."""
+    g_pdl_s = gap_s * (1 - pdl_hidden)
+    lines = [
+        f"Demo 2 as the hardware works: the GPU spends g = {fmt_time(gap_s)} of its own at each kernel "
+        "boundary (setup and teardown of a grid; default from Hazy Research, 'Look Ma, No Bubbles', 2025: an "
+        "H100 under CUDA graphs), which no submission hides.",
+        "  eager: overlapped = max(t_gpu + n·g, n·t_launch), serial = t_gpu + n·(t_launch + g); graph: one "
+        "launch, then a synchronise, a sum: t_graph_launch + t_gpu + n·g, the graph's launch assumed to cost "
+        "one kernel launch;",
+        f"  graph + PDL (programmatic dependent launch, compute capability >= 9.0): each node's gap cut to "
+        f"{fmt_time(g_pdl_s)}, PDL assumed to hide {fmt_percent(pdl_hidden)} of g (the next kernel's launch "
+        "and preamble overlap its predecessor's tail; the wait for the predecessor's completion stays).",
+        "",
+    ]
+    table = [
+        [
+            _model_cell(row.cfg, steps[row.cfg.name]),
+            row.plan.name,
+            fmt_count(row.eager.n_kernels),
+            fmt_time(row.t_launch_s),
+            fmt_time(gap_s),
+            _span(fmt_time(row.eager.overlapped_s), fmt_time(row.eager.serial_s)),
+            fmt_time(row.graph.serial_s),
+            fmt_time(g_pdl_s),
+            fmt_time(row.pdl.serial_s),
+            fmt_count(row.pdl.tok_per_s_serial),
+        ]
+        for row in rows
+    ]
+    headers = [
+        "model",
+        "plan",
+        "kernels/step",
+        "launch cost",
+        "g",
+        "eager: overlapped–serial",
+        "graph: step",
+        "g with PDL",
+        "graph + PDL: step",
+        "tok/s (graph + PDL)",
+    ]
+    lines.append(format_table(headers, table, spell))
+    return lines + _observation_lines(_hardware_observations(steps, rows, gap_s, pdl_hidden))
+
+
+def _hardware_observations(
+    steps: dict[str, DecodeStep], rows: Sequence[_HardwareRow], gap_s: float, pdl_hidden: float
+) -> list[str]:
+    """Observation lines of the hardware table, each from its computed rows."""
+    observations = []
+    cheapest_s = min(row.t_launch_s for row in rows)
+    for name in dict.fromkeys(row.cfg.name for row in rows):
+        split = [
+            row
+            for row in rows
+            if row.cfg.name == name and row.plan is not MEGAKERNEL and row.t_launch_s == cheapest_s
+        ]
+        if not split or gap_s == 0:
+            continue
+        t_gpu_s = steps[name].t_step
+        floors = [row.eager.t_gpu_s + row.eager.n_kernels * gap_s for row in split]
+        graphs = [row.graph.serial_s for row in split]
+        pdls = [row.pdl.serial_s for row in split]
+        megakernel = next(
+            row
+            for row in rows
+            if row.cfg.name == name and row.plan is MEGAKERNEL and row.t_launch_s == cheapest_s
+        )
+        kernels = [row.eager.n_kernels for row in split]
+        kernel_range = _span(fmt_count(min(kernels)), fmt_count(max(kernels)))
+        observations.append(
+            f"{name}: with g at each of its {kernel_range} kernels, no submission of a split step goes below "
+            f"t_gpu + n·g: {fmt_time(t_gpu_s)} becomes {_time_span(floors)}; a graph replay at "
+            f"{fmt_time(cheapest_s)} per launch takes {_time_span(graphs)}, with PDL {_time_span(pdls)}; a "
+            f"megakernel {fmt_time(megakernel.graph.serial_s)}."
+        )
+    observations += [
+        "Fusion cuts n; graphs cut the host's part; PDL cuts part of g and leaves the wait for each "
+        "predecessor; only a megakernel removes the boundaries themselves: the lecture's order of remedies.",
+        "g is measured by the GPU suite (gpu_gap_s: CUDA-event time per empty kernel queued behind a busy "
+        "GPU) and what PDL hides by its launch_pdl case (the same kernel with and without the attribute); "
+        "`python -m analysis` uses those figures where a run has them.",
+    ]
+    return observations
+
+
 def _observation_lines(observations: Sequence[str]) -> list[str]:
     return ["", "Observations:", *(f"  - {text}" for text in observations), ""]
 
@@ -454,6 +641,7 @@ def _json_document(
     steps: dict[str, DecodeStep],
     scaling: list[dict[str, Any]],
     rows: Sequence[_DecodeRow],
+    hardware_rows: Sequence[_HardwareRow],
 ) -> dict[str, Any]:
     return {
         "config": {
@@ -465,6 +653,9 @@ def _json_document(
             "dtype": args.dtype,
             "models": [cfg.name for cfg in cfgs],
             "launch_s": [us * 1e-6 for us in args.launch_us],
+            "gap_s": args.gap_us * 1e-6,
+            "pdl_hidden_share": args.pdl_hidden,
+            "graph_launch": "one kernel launch (assumed)",
             "serial_fractions": args.serial,
         },
         "warnings": [
@@ -506,6 +697,22 @@ def _json_document(
             }
             for row in rows
         ],
+        "decode_hardware": [
+            {
+                "model": row.cfg.name,
+                "plan": row.plan.name,
+                "n_kernels": row.eager.n_kernels,
+                "t_launch_s": row.t_launch_s,
+                "t_gpu_s": row.eager.t_gpu_s,
+                "gap_s": row.eager.gap_s,
+                "eager_serial_s": row.eager.serial_s,
+                "eager_overlapped_s": row.eager.overlapped_s,
+                "graph_s": row.graph.serial_s,
+                "pdl_gap_s": row.pdl.gap_s,
+                "pdl_graph_s": row.pdl.serial_s,
+            }
+            for row in hardware_rows
+        ],
     }
 
 
@@ -522,16 +729,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     steps = {cfg.name: decode_step(cfg, hw, args.batch, args.ctx, dtype=args.dtype) for cfg in cfgs}
     scaling = _scaling_rows(args.serial, ns)
     rows = _decode_rows(steps, cfgs, launch_s, args.batch)
+    gap_s = args.gap_us * 1e-6
+    hardware_rows = _hardware_rows(steps, cfgs, launch_s, args.batch, gap_s, args.pdl_hidden)
     if args.json:
-        document = _finite_json(_json_document(args, hw, cfgs, steps, scaling, rows))
+        document = _finite_json(_json_document(args, hw, cfgs, steps, scaling, rows, hardware_rows))
         _write(json.dumps(document, indent=2, allow_nan=False) + "\n", sys.stdout)
         return 0
 
     def spell(text: str) -> str:
         return text_for_stream(text, sys.stdout)
 
-    lines = _demo1_lines(hw, args.serial, ns, spell) + _demo2_lines(
-        hw, cfgs, steps, rows, args, launch_s, spell
+    lines = (
+        _demo1_lines(hw, args.serial, ns, spell)
+        + _demo2_lines(hw, cfgs, steps, rows, args, launch_s, spell)
+        + _hardware_lines(steps, hardware_rows, gap_s, args.pdl_hidden, spell)
     )
     _write("\n".join(lines) + "\n", sys.stdout)
     return 0

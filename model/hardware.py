@@ -7,10 +7,11 @@ Conventions, one for every entry:
   On data-centre and professional parts FP16/BF16 with FP32 accumulate run at the full tensor rate; on GeForce
   parts (RTX 4090) they run at half the FP16-accumulate rate, and the FP32-accumulate figure is the one here.
   A rate the part does not have is None: the T4 (Turing) has FP16 tensor cores but no BF16 at all.
-- Sizes are bytes. DRAM and caches are built of binary-sized dies, and NVIDIA's "80 GB" of HBM, "24 GB" of
-  GDDR6X or "50 MB" of L2 are binary units: 80 GiB = 80 × 2**30 B. (The CUDA runtime's totalGlobalMem reports
-  a little less than the nominal size: ECC and driver reservations.) So ``mem_bytes`` and ``l2_bytes`` are
-  the vendor's figure × 2**30 or × 2**20, and they are printed in GiB / MiB.
+- Sizes are bytes, stored in the unit their source states them in: a datasheet's "80 GB" of DRAM is
+  80 × 10**9 B (``_GB``), never silently read as 80 GiB (0.4–1 % more than the part has: an H100 SXM reports
+  85,520,809,984 B usable, 79.6 GiB); a capacity that comes from a device query is the device's own MiB
+  figure (B200). Caches are binary: a whitepaper's "50 MB" of L2 is what the device reports, 52,428,800 B =
+  50 MiB, so ``l2_bytes`` is the figure × 2**20. Capacities are printed in decimal GB, caches in MiB.
 
 Every figure names its source in a comment: the vendor datasheet or whitepaper (with its edition where
 editions differ), or a device query. Figures that could not be checked against the document's text while
@@ -32,7 +33,7 @@ from dataclasses import dataclass, replace
 
 _KIB = 2**10
 _MIB = 2**20
-_GIB = 2**30
+_GB = 10**9  # a datasheet's decimal gigabyte
 
 SOURCE_DATASHEET = "datasheet"
 SOURCE_MIG = "datasheet, scaled to a MIG slice"
@@ -79,8 +80,8 @@ H100_SXM = GPUSpec(
     fp32_flops_per_s=66.9e12,  # Hopper whitepaper, SXM5: 66.9 TFLOPS FP32
     sm_count=132,  # Hopper whitepaper: 132 SMs on H100 SXM5
     fp32_lanes=16_896,  # Hopper whitepaper: 128 FP32 cores/SM × 132 SMs
-    l2_bytes=50 * _MIB,  # Hopper whitepaper: 50 MB L2
-    mem_bytes=80 * _GIB,  # H100 datasheet: 80 GB HBM3
+    l2_bytes=50 * _MIB,  # Hopper whitepaper: 50 MB L2 (device query on H100 SXM: 52,428,800 B = 50 MiB)
+    mem_bytes=80 * _GB,  # H100 datasheet: 80 GB HBM3 (CUDA reports 85,520,809,984 B usable)
 )
 H100_PCIE = GPUSpec(
     name="H100-PCIe",
@@ -91,7 +92,7 @@ H100_PCIE = GPUSpec(
     sm_count=114,  # Hopper whitepaper: 114 SMs on H100 PCIe
     fp32_lanes=14_592,  # 128 FP32 cores/SM × 114 SMs
     l2_bytes=50 * _MIB,  # Hopper whitepaper: 50 MB L2
-    mem_bytes=80 * _GIB,  # H100 datasheet: 80 GB HBM2e
+    mem_bytes=80 * _GB,  # H100 datasheet: 80 GB HBM2e
 )
 H100_NVL = GPUSpec(
     name="H100-NVL",
@@ -103,8 +104,9 @@ H100_NVL = GPUSpec(
     fp32_flops_per_s=60e12,  # H100 datasheet, NVL: 60 TFLOPS FP32
     sm_count=132,  # the full SXM configuration of GH100 (132 SMs); not checked against a device query here
     fp32_lanes=16_896,  # 128 FP32 cores/SM × 132 SMs
-    l2_bytes=50 * _MIB,  # Hopper whitepaper: 50 MB L2 on GH100 products
-    mem_bytes=94 * _GIB,  # H100 datasheet, NVL: 94 GB HBM3 (nvidia-smi shows 95,830 MiB)
+    # device query (cudaDevAttrL2CacheSize) on H100 NVL: 62,914,560 B = 60 MiB, not the SXM part's 50 MiB
+    l2_bytes=60 * _MIB,
+    mem_bytes=94 * _GB,  # H100 datasheet, NVL: 94 GB HBM3 (nvidia-smi shows 95,830 MiB)
 )
 H200_SXM = GPUSpec(
     name="H200-SXM",
@@ -114,8 +116,10 @@ H200_SXM = GPUSpec(
     fp32_flops_per_s=66.9e12,  # same GH100 die and clocks as H100 SXM (datasheet: 67 TFLOPS)
     sm_count=132,  # same GH100 configuration as H100 SXM
     fp32_lanes=16_896,  # 128 FP32 cores/SM × 132 SMs
-    l2_bytes=50 * _MIB,  # same GH100 configuration as H100 SXM
-    mem_bytes=141 * _GIB,  # H200 datasheet: 141 GB HBM3e
+    # device query (cudaDevAttrL2CacheSize) on H200: 62,914,560 B = 60 MiB, as the H200 this project is lent
+    # reports it (the H100 SXM's is 50 MiB)
+    l2_bytes=60 * _MIB,
+    mem_bytes=141 * _GB,  # H200 datasheet: 141 GB HBM3e (CUDA reports 150,754,820,096 B usable)
 )
 H200_NVL = GPUSpec(
     name="H200-NVL",
@@ -126,8 +130,8 @@ H200_NVL = GPUSpec(
     fp32_flops_per_s=60e12,  # H200 datasheet, NVL: 60 TFLOPS FP32
     sm_count=132,  # same GH100 configuration as H200 SXM; not checked against a device query here
     fp32_lanes=16_896,  # 128 FP32 cores/SM × 132 SMs
-    l2_bytes=50 * _MIB,  # GH100: 50 MB L2
-    mem_bytes=141 * _GIB,  # H200 datasheet, NVL: 141 GB HBM3e
+    l2_bytes=60 * _MIB,  # device query (cudaDevAttrL2CacheSize) on H200 NVL: 62,914,560 B = 60 MiB
+    mem_bytes=141 * _GB,  # H200 datasheet, NVL: 141 GB HBM3e
 )
 GH200_96GB = GPUSpec(
     name="GH200-96GB",
@@ -140,8 +144,8 @@ GH200_96GB = GPUSpec(
     fp32_flops_per_s=66.9e12,  # GH200 datasheet: 67 TFLOPS FP32 (H100 SXM: 66.9)
     sm_count=132,  # H100 SXM configuration; not checked against a device query here
     fp32_lanes=16_896,  # 128 FP32 cores/SM × 132 SMs
-    l2_bytes=50 * _MIB,  # GH100: 50 MB L2
-    mem_bytes=96 * _GIB,  # GH200 datasheet: 96 GB HBM3 (CUDA reports 97,871 MiB)
+    l2_bytes=60 * _MIB,  # device query (cudaDevAttrL2CacheSize) on GH200: 62,914,560 B = 60 MiB
+    mem_bytes=96 * _GB,  # GH200 datasheet: 96 GB HBM3 (CUDA reports 97,871 MiB)
 )
 GH200_144GB = GPUSpec(
     name="GH200-144GB",
@@ -154,8 +158,8 @@ GH200_144GB = GPUSpec(
     fp32_flops_per_s=66.9e12,  # same Hopper GPU as GH200-96GB
     sm_count=132,  # same Hopper GPU as GH200-96GB
     fp32_lanes=16_896,  # 128 FP32 cores/SM × 132 SMs
-    l2_bytes=50 * _MIB,  # GH100: 50 MB L2
-    mem_bytes=144 * _GIB,  # GH200 datasheet, HBM3e: 144 GB
+    l2_bytes=60 * _MIB,  # device query (cudaDevAttrL2CacheSize) on GH200: 62,914,560 B = 60 MiB
+    mem_bytes=144 * _GB,  # GH200 datasheet, HBM3e: 144 GB
 )
 
 # --- Ampere ------------------------------------------------------------------------------------------------
@@ -168,7 +172,7 @@ A100_SXM_80GB = GPUSpec(
     sm_count=108,  # Ampere whitepaper: 108 SMs on A100
     fp32_lanes=6_912,  # Ampere whitepaper: 64 FP32 cores/SM × 108 SMs
     l2_bytes=40 * _MIB,  # Ampere whitepaper: 40 MB L2
-    mem_bytes=80 * _GIB,  # A100 datasheet: 80 GB HBM2e
+    mem_bytes=80 * _GB,  # A100 datasheet: 80 GB HBM2e
 )
 A100_PCIE_80GB = GPUSpec(
     name="A100-PCIe-80GB",
@@ -179,7 +183,7 @@ A100_PCIE_80GB = GPUSpec(
     sm_count=108,  # Ampere whitepaper: 108 SMs on A100
     fp32_lanes=6_912,  # 64 FP32 cores/SM × 108 SMs
     l2_bytes=40 * _MIB,  # Ampere whitepaper: 40 MB L2
-    mem_bytes=80 * _GIB,  # A100 datasheet: 80 GB HBM2e
+    mem_bytes=80 * _GB,  # A100 datasheet: 80 GB HBM2e
 )
 A100_40GB = GPUSpec(
     name="A100-40GB",
@@ -190,7 +194,7 @@ A100_40GB = GPUSpec(
     sm_count=108,  # Ampere whitepaper: 108 SMs on A100
     fp32_lanes=6_912,  # 64 FP32 cores/SM × 108 SMs
     l2_bytes=40 * _MIB,  # Ampere whitepaper: 40 MB L2
-    mem_bytes=40 * _GIB,  # A100 datasheet: 40 GB HBM2
+    mem_bytes=40 * _GB,  # A100 datasheet: 40 GB HBM2
 )
 A10 = GPUSpec(
     name="A10",
@@ -201,7 +205,7 @@ A10 = GPUSpec(
     sm_count=72,  # GA102 as configured on the A10: 72 SMs (9,216 CUDA cores ÷ 128)
     fp32_lanes=9_216,  # A10 datasheet: 9,216 CUDA cores (128/SM, compute capability 8.6)
     l2_bytes=6 * _MIB,  # GA102: 6 MB L2 (third-party spec listings; not in the datasheet)
-    mem_bytes=24 * _GIB,  # A10 datasheet: 24 GB GDDR6
+    mem_bytes=24 * _GB,  # A10 datasheet: 24 GB GDDR6
 )
 
 # --- Ada Lovelace ------------------------------------------------------------------------------------------
@@ -214,7 +218,7 @@ L40S = GPUSpec(
     sm_count=142,  # Ada whitepaper / CUDA device query: 142 SMs on L40S
     fp32_lanes=18_176,  # L40S datasheet: 18,176 CUDA cores (128/SM × 142)
     l2_bytes=96 * _MIB,  # Ada whitepaper: 96 MB L2 on AD102
-    mem_bytes=48 * _GIB,  # L40S datasheet: 48 GB GDDR6
+    mem_bytes=48 * _GB,  # L40S datasheet: 48 GB GDDR6
 )
 RTX_6000_ADA = GPUSpec(
     name="RTX-6000-Ada",
@@ -228,7 +232,7 @@ RTX_6000_ADA = GPUSpec(
     sm_count=142,  # RTX 6000 Ada datasheet: 142 RT cores, one per SM (18,176 CUDA cores ÷ 128)
     fp32_lanes=18_176,  # RTX 6000 Ada datasheet: 18,176 CUDA cores
     l2_bytes=96 * _MIB,  # Ada whitepaper: 96 MB L2 on AD102
-    mem_bytes=48 * _GIB,  # RTX 6000 Ada datasheet: 48 GB GDDR6 with ECC
+    mem_bytes=48 * _GB,  # RTX 6000 Ada datasheet: 48 GB GDDR6 with ECC
 )
 RTX_4090 = GPUSpec(
     name="RTX-4090",
@@ -241,7 +245,7 @@ RTX_4090 = GPUSpec(
     sm_count=128,  # Ada whitepaper: 128 SMs on the RTX 4090
     fp32_lanes=16_384,  # Ada whitepaper: 16,384 CUDA cores (128/SM)
     l2_bytes=72 * _MIB,  # Ada whitepaper: 72 MB L2 (device query: 73,728 KiB)
-    mem_bytes=24 * _GIB,  # Ada whitepaper: 24 GB GDDR6X (device query: 24,563 MiB)
+    mem_bytes=24 * _GB,  # Ada whitepaper: 24 GB GDDR6X (device query: 24,563 MiB)
 )
 L4 = GPUSpec(
     name="L4",
@@ -255,7 +259,7 @@ L4 = GPUSpec(
     sm_count=58,
     fp32_lanes=7_424,  # 128 FP32 cores/SM × 58 SMs
     l2_bytes=48 * _MIB,  # AD104: 48 MB L2 (third-party spec listings; not in the datasheet)
-    mem_bytes=24 * _GIB,  # L4 datasheet: 24 GB GDDR6
+    mem_bytes=24 * _GB,  # L4 datasheet: 24 GB GDDR6
 )
 
 # --- Turing -------------------------------------------------------------------------------------------------
@@ -268,7 +272,7 @@ T4 = GPUSpec(
     sm_count=40,  # CUDA device query on a T4: 40 multiprocessors
     fp32_lanes=2_560,  # T4 datasheet: 2,560 CUDA cores (device query: 64 per SM)
     l2_bytes=4 * _MIB,  # CUDA device query on a T4: L2 4,194,304 bytes
-    mem_bytes=16 * _GIB,  # T4 datasheet: 16 GB GDDR6 (device query: 15,110 MiB usable)
+    mem_bytes=16 * _GB,  # T4 datasheet: 16 GB GDDR6 (device query: 15,110 MiB usable)
 )
 
 # --- Blackwell ----------------------------------------------------------------------------------------------
@@ -285,7 +289,9 @@ B200 = GPUSpec(
     sm_count=148,  # CUDA device query on B200 (pytorch/ao PR #4002): 148 SMs
     fp32_lanes=18_944,  # 128 FP32 cores/SM × 148 SMs
     l2_bytes=126 * _MIB + 512 * _KIB,  # CUDA device query on B200 (pytorch/ao PR #4002): 126.5 MiB L2
-    mem_bytes=180 * _GIB,  # HGX B200: 180 GB HBM3e per GPU (1,440 GB per 8 GPUs)
+    # device query on B200 (totalGlobalMem, nvidia-smi): 182,631 MiB; the HGX B200 page's "180 GB HBM3e per
+    # GPU" is a rounded label (180 GiB would be 184,320 MiB, 0.9 % more than the device has)
+    mem_bytes=182_631 * _MIB,
 )
 
 # Short aliases the lecture scripts use.
@@ -371,6 +377,10 @@ _MIG_NAME = re.compile(
 _MIG_SM_SLICES = 7
 _MIG_MEMORY_SLICES = 8
 _MIG_MEMORY_SLICE_COUNTS = (1, 2, 4, 8)  # every profile in the user guide's tables holds 1/8, 2/8, 4/8 or all
+# A profile's "<n>gb" is in the unit of the whole GPU's own "7g.<n>gb" profile, the datasheet's decimal GB
+# (7g.80gb on an H100 80GB, 7g.141gb on an H200): the slices are counted against that figure. Where the spec's
+# capacity is not stored in datasheet GB (the B200's is the device's MiB figure), the whole profile's is here.
+_MIG_WHOLE_GB = {"B200": 180}  # MIG user guide, B200 profile table: 7g.180gb is the whole GPU
 
 
 def _normalised(device_name: str) -> str:
@@ -390,7 +400,8 @@ def mig_spec(
     compute_instance, gpu_instance, profile_gb = (int(group) if group else None for group in match.groups())
     assert gpu_instance is not None and profile_gb is not None  # the pattern requires both
     sm_slices = compute_instance or gpu_instance
-    memory_eighths = profile_gb * _MIG_MEMORY_SLICES / (base.mem_bytes / _GIB)
+    whole_gb = _MIG_WHOLE_GB.get(base.name, base.mem_bytes / _GB)
+    memory_eighths = profile_gb * _MIG_MEMORY_SLICES / whole_gb
     memory_slices = round(memory_eighths)
     if not (
         1 <= sm_slices <= gpu_instance <= _MIG_SM_SLICES

@@ -7,32 +7,40 @@ minute and a failure reproduces; ``deep`` draws ten times as many, at random, fo
 
 A slow fuzz test sizes itself as a share of the profile's ``max_examples``
 (``settings(max_examples=settings().max_examples // 10)``), so one variable scales them all.
+
+Hypothesis comes with the dev extra only (``pip install -e '.[dev]'``): after the plain install the profiles
+are not registered, and the fuzz modules skip themselves with that reason (``pytest.importorskip``), so
+``python -m pytest`` and pytest-benchmark's own CLI (which loads these conftests) run without it.
 """
 
 from __future__ import annotations
 
 import os
 
-from hypothesis import HealthCheck, settings
+try:
+    from hypothesis import HealthCheck, settings
+except ImportError:  # the plain install: no fuzz test runs (each skips itself), no profile is needed
+    settings = None
 
 #: The environment variable that picks the profile.
 PROFILE_VARIABLE = "LAUNCHBENCH_HYPOTHESIS"
 
-settings.register_profile(
-    "ci",
-    max_examples=300,
-    derandomize=True,
-    database=None,  # nothing written into the checkout; derandomized runs need no replay store
-    deadline=None,  # machines are shared and noisy: a slow example is not a failure
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-    print_blob=True,
-)
-settings.register_profile(
-    "deep",
-    max_examples=3000,
-    derandomize=False,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-    print_blob=True,
-)
-settings.load_profile(os.environ.get(PROFILE_VARIABLE, "ci"))
+if settings is not None:
+    settings.register_profile(
+        "ci",
+        max_examples=300,
+        derandomize=True,
+        database=None,  # nothing written into the checkout; derandomized runs need no replay store
+        deadline=None,  # machines are shared and noisy: a slow example is not a failure
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+        print_blob=True,
+    )
+    settings.register_profile(
+        "deep",
+        max_examples=3000,
+        derandomize=False,
+        deadline=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+        print_blob=True,
+    )
+    settings.load_profile(os.environ.get(PROFILE_VARIABLE, "ci"))

@@ -108,7 +108,7 @@ def two_machines(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_point_table_ratios_and_marks(two_machines: Path) -> None:
     frame = load_runs([two_machines], samples=True).frame
     base = frame["machine_id"].iloc[0]
-    table = point_table(frame, baseline=None)
+    table = point_table(frame, baseline=base)
     assert set(table["machine_id"]) == set(frame["machine_id"])
     assert (table.loc[table["machine_id"] == base, "mark"] == MARK_BASELINE).all()
     slow = table[table["machine_id"].str.startswith("slow")]

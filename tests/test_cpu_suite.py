@@ -20,8 +20,8 @@ from analysis.host import (
     PREDICTION_COLUMNS,
     fit_host,
     predict_many_vs_one,
-    summary_section,
 )
+from analysis.summary import host_section as summary_section
 from analysis.summary import summary_lines
 from benchmarks.records import CONTRACT, SUITE
 from benchmarks.test_numpy_calls import calls_per_round, case_id

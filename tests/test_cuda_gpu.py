@@ -6,7 +6,9 @@ of itself agrees with the timer (judged on the durations achieved, never on the 
 is only recorded); every submission pattern of ``benchmarks.cuda_timing`` (the driver layer's included)
 runs exactly the kernels it is given, every rung of the launch-cost ladder launches with its arguments, the
 enqueue-depth search finds a depth the queue really holds, and a captured graph replays the same effect as
-eager launches. Skipped, with the reason, where CUDA is unusable.
+eager launches; launches with programmatic dependent launch (``benchmarks/launch_ex.py``) run every kernel,
+each after its predecessor's write, eager, behind a blocker and captured into a graph. Skipped, with the
+reason, where CUDA is unusable (the PDL checks also below compute capability 9.0).
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from benchmarks.cuda_timing import (
     replay,
     then_sync,
 )
+from benchmarks.launch_ex import ex_eager, pdl_reason
 from benchmarks.spin_clock import achieved, elapsed_slots, spin, spin_clock
 
 _REASON = unavailable_reason()
@@ -233,3 +236,40 @@ def test_capture_refuses_the_legacy_default_stream() -> None:
     cupy = cupy_module()
     with pytest.raises(RuntimeError, match="default"):
         capture(Launch(kernels.kernel("launch", "empty_kernel")), 1, cupy.cuda.Stream.null)
+
+
+def _pdl_kernel(counter: Any) -> Launch:
+    """``pdl_kernel`` adding to ``counter``; skips the test where PDL is not available, with the reason."""
+    reason = pdl_reason(cupy_module().cuda.Device().compute_capability)
+    if reason is not None:
+        pytest.skip(reason)
+    return Launch(kernels.kernel("launch", "pdl_kernel"), (counter,))
+
+
+@pytest.mark.parametrize("pdl", [False, True], ids=["plain", "pdl"])
+@pytest.mark.parametrize("mode", ["eager", "graph"])
+def test_pdl_launches_run_every_kernel_after_its_predecessor(
+    stream: Any, counter: Any, mode: str, pdl: bool
+) -> None:
+    """256 launches of ``pdl_kernel``, whose plain read-add-write of the counter would lose increments if a
+    kernel read it before its predecessor's write were visible: the count is exact only if every wait held."""
+    submit = ex_eager(_pdl_kernel(counter), 256, stream, pdl)
+    if mode == "graph":
+        graph = capture_graph(submit, stream)
+        stream.synchronize()
+        assert _count(counter) == 0, "capturing must record the launches, not run them"
+        submit = replay(graph, stream)
+    for _ in range(3):
+        then_sync(submit, stream)()
+    assert _count(counter) == 3 * 256
+
+
+@pytest.mark.parametrize("pdl", [False, True], ids=["plain", "pdl"])
+def test_pdl_launches_queue_behind_a_blocker(stream: Any, counter: Any, pdl: bool) -> None:
+    """As the case times them: queued behind a running kernel without blocking the host, then all run."""
+    submit = ex_eager(_pdl_kernel(counter), 64, stream, pdl)
+    spin(BLOCK_NS)()
+    submit()
+    assert not stream.done, "the blocking kernel ended before the launches were queued behind it"
+    stream.synchronize()
+    assert _count(counter) == 64

@@ -8,20 +8,22 @@ import dataclasses
 import json
 import math
 from pathlib import Path
+from types import SimpleNamespace
 
 import pandas as pd
 import pytest
 
 from analysis import ops
-from analysis.decode import DECODE_COLUMNS, decode_table, matvec_table, summary_section
+from analysis.decode import DECODE_COLUMNS, decode_table, matvec_table, summary_section, where
 from analysis.fits import Fits
 from analysis.host import HOST_COLUMNS
-from analysis.launch import FIT_COLUMNS
+from analysis.launch import FIT_COLUMNS, GAP_DEFAULT, GAP_MEASURED, PDL_ASSUMED, PDL_MEASURED
 from analysis.load import load_runs
 from model.hardware import H200
-from model.launch import FUSED, UNFUSED, compose, compose_graph
+from model.launch import DEFAULT_GAP_S, DEFAULT_PDL_HIDDEN_SHARE, FUSED, UNFUSED, compose, compose_graph
 from model.llm import LLAMA32_1B
 from model.roofline import decode_step
+from model.units import fmt_time
 
 GPU_MACHINE, CPU_MACHINE = "gpu-box / Xeon / NVIDIA H200", "laptop / i7 / no GPU"
 LAUNCH_S, SYNC_S, NODE_S, GRAPH_S = 4e-6, 9e-6, 1.2e-6, 8e-6
@@ -130,33 +132,36 @@ def test_gpu_bounds_are_the_models() -> None:
     table = decode_table(_steps(), host_fits=_host_fits(), launch_fits=_launch_fits())
     work_s = decode_step(LLAMA32_1B, H200, 1, CTX).t_step
     eager = _row(table, "unfused", "cuda")
-    composition = compose(work_s, UNFUSED.n_kernels(LLAMA32_1B), LAUNCH_S)
+    # No gpu_gap_s in these fits: the GPU's gap per kernel is model.launch's documented default.
+    composition = compose(work_s, UNFUSED.n_kernels(LLAMA32_1B), LAUNCH_S, DEFAULT_GAP_S)
     assert eager["work_s"] == pytest.approx(work_s)
     assert eager["serial_s"] == pytest.approx(composition.serial_s + SYNC_S)
     assert eager["overlapped_s"] == pytest.approx(composition.overlapped_s + SYNC_S)
+    assert (eager["gap_s"], eager["gap_from"]) == (DEFAULT_GAP_S, GAP_DEFAULT)
     graph = _row(table, "fused", "cuda")
     composition = compose_graph(work_s, FUSED.n_kernels(LLAMA32_1B), NODE_S, GRAPH_S)
     assert graph["serial_s"] == pytest.approx(composition.serial_s)
-    assert graph["overlapped_s"] == pytest.approx(composition.overlapped_s)
+    assert graph["overlapped_s"] == graph["serial_s"]  # one launch, then a synchronise: a sum
     assert graph["ops_per_step"] == FUSED.n_kernels(LLAMA32_1B) == 131
     assert graph["achieved_bytes_per_s"] == pytest.approx(STEP_BYTES / 0.7e-3)
     assert graph["bandwidth_fraction"] == pytest.approx(STEP_BYTES / 0.7e-3 / H200.mem_bytes_per_s)
-    position = (0.7e-3 - composition.overlapped_s) / (composition.serial_s - composition.overlapped_s)
-    assert graph["position"] == pytest.approx(position)
-    assert graph["within_bounds"] == (0 <= position <= 1)
+    assert math.isnan(graph["position"])  # one figure, no band to place the measurement in
+    assert graph["within_bounds"] == (composition.serial_s == 0.7e-3)
 
 
-def test_cpu_bounds_use_the_same_runs_host_fit() -> None:
+def test_a_cpu_step_without_its_probe_gets_the_seeds_estimate_and_no_bound() -> None:
+    """Runs older than the probe: the seed's model at the best host bandwidth of the same run, an estimate
+    (another case, another time: a step can beat it), never a bound; no overlapped figure on the CPU."""
     table = decode_table(_steps(), host_fits=_host_fits(), launch_fits=_launch_fits())
     row = _row(table, "unfused", "cpu")
     work_s = CPU_BYTES / max(COPY_BPS, TRIAD_BPS)
     assert row["work_s"] == pytest.approx(work_s)
     assert row["serial_s"] == pytest.approx(work_s + 158 * T0_S)
-    assert row["overlapped_s"] == pytest.approx(max(work_s, 158 * T0_S))
-    assert row["reference_bytes_per_s"] == TRIAD_BPS
-    assert not row["within_bounds"] and row["position"] > 1  # 40 ms: above the serial bound
+    assert math.isnan(row["overlapped_s"]) and math.isnan(row["bound_s"]) and math.isnan(row["position"])
+    assert row["reference_bytes_per_s"] == TRIAD_BPS and row["bandwidth_from"] == "host_bandwidth"
+    assert row["within_bounds"] is None and where(SimpleNamespace(**row)) == "no lower bound"
     fused = _row(table, "fused", "cpu")
-    assert fused["ops_per_step"] == 126 and fused["position"] < 0  # 15 ms: below the overlapped bound
+    assert fused["ops_per_step"] == 126 and fused["bound_defect"] is not True
 
 
 def test_missing_fits_keep_the_measurement() -> None:
@@ -253,8 +258,9 @@ def test_gpu_decode_prediction_uses_the_ladder_at_the_steps_arguments() -> None:
     per_launch_s = LADDER["ladder_cupy_s"] + LADDER["ladder_cupy_per_arg_s"] * N_ARGS_TOTAL["unfused"] / n
     assert eager["per_op_s"] == pytest.approx(per_launch_s, rel=1e-12)
     assert eager["per_op_s"] > LAUNCH_S  # 5.4 arguments per kernel cost more than the 0-argument slope
-    assert eager["serial_s"] == pytest.approx(compose(work_s, n, per_launch_s).serial_s + SYNC_S)
-    assert eager["overlapped_s"] == pytest.approx(compose(work_s, n, per_launch_s).overlapped_s + SYNC_S)
+    composition = compose(work_s, n, per_launch_s, DEFAULT_GAP_S)
+    assert eager["serial_s"] == pytest.approx(composition.serial_s + SYNC_S)
+    assert eager["overlapped_s"] == pytest.approx(composition.overlapped_s + SYNC_S)
     assert eager["per_op_from"] == "ladder (cupy) at 5.4 args/kernel"
     graph = _row(table, "fused", "cuda")
     n = FUSED.n_kernels(LLAMA32_1B)
@@ -309,7 +315,7 @@ def test_calibrated_roofline_beside_the_datasheet_one() -> None:
     assert eager["calibrated_position"] < eager["position"]  # a lower bandwidth moves both bounds up
     assert pd.isna(_row(table, "fused", "cpu")["calibrated_work_s"])
     text = "\n".join(summary_section(frame))
-    assert "against the calibrated roofline" in text and "4.10 TB/s" in text
+    assert "against the calibrated roofline, an estimate, not a bound" in text and "4.10 TB/s" in text
     assert f"work: the roofline on {H200.name} (datasheet)" in text
 
 
@@ -325,6 +331,8 @@ OP_COSTS_S = {"np.matmul(2d, 1d, out=1d)": 0.9e-6, "np.add(1d, 1d, out=1d)": 0.4
 STEP_COUNTS = {"np.matmul(2d, 1d, out=1d)": 30, "np.add(1d, 1d, out=1d)": 20, "np.max(3d, axis)": 4}
 ATTENTION_COUNTS = {"np.max(3d, axis)": 4, "np.add(1d, 1d, out=1d)": 4}
 KV_BYTES, ATTENTION_S, FLOOR_S = 8_388_608, 1.2e-3, 130e-6
+#: The floor's remainder: its Python work between the calls (floor − its calls at their ops' costs).
+FLOOR_LEFT_S = FLOOR_S - sum(count * OP_COSTS_S[op] for op, count in STEP_COUNTS.items())
 
 
 def _cpu_case(case: str, op: str, fastest_s: float, **coords: object) -> dict[str, object]:
@@ -359,7 +367,7 @@ def test_cpu_per_op_model_prices_the_actual_call_list() -> None:
     outside = 30 * OP_COSTS_S["np.matmul(2d, 1d, out=1d)"] + 16 * OP_COSTS_S["np.add(1d, 1d, out=1d)"]
     assert row["op_calls_s"] == pytest.approx(outside)  # attention's calls are in its own term
     assert row["attention_s"] == ATTENTION_S and row["attention_bytes"] == KV_BYTES
-    expected = (CPU_BYTES - KV_BYTES) / TRIAD_BPS + ATTENTION_S + outside
+    expected = (CPU_BYTES - KV_BYTES) / TRIAD_BPS + ATTENTION_S + outside + FLOOR_LEFT_S
     assert row["op_model_s"] == pytest.approx(expected)
     assert row["serial_s"] == pytest.approx(CPU_BYTES / TRIAD_BPS + 54 * T0_S)  # the seed's model beside it
     assert row["floor_s"] == FLOOR_S and row["unpriced_ops"] == ()
@@ -375,9 +383,8 @@ def test_cpu_step_is_held_against_its_fastest_round_and_the_gpu_against_its_medi
     row = _row(decode_table(frame, host_fits=_host_fits()), "unfused", "cpu")
     lines = summary_section(frame, _fitted(frame))
     assert any("every time is its case's fastest round (min)" in line for line in lines)
-    for model in ("serial_s", "op_model_s"):  # each model's ratio, on the fastest round (20 ms)
-        ratio = f"{20e-3 / row[model]:.2f}×"
-        assert any(line.lstrip().startswith("unfused") and ratio in line for line in lines), ratio
+    ratio = f"{20e-3 / row['op_model_s']:.2f}×"  # the per-op model's ratio, on the fastest round (20 ms)
+    assert any(line.lstrip().startswith("unfused") and ratio in line for line in lines), ratio
 
 
 def test_without_an_attention_term_its_bytes_go_at_the_bandwidth_and_the_summary_says_so() -> None:
@@ -385,7 +392,7 @@ def test_without_an_attention_term_its_bytes_go_at_the_bandwidth_and_the_summary
     row = _row(decode_table(frame, host_fits=_host_fits()), "unfused", "cpu")
     all_calls = sum(count * OP_COSTS_S[op] for op, count in STEP_COUNTS.items())
     assert math.isnan(row["attention_s"])
-    assert row["op_model_s"] == pytest.approx(CPU_BYTES / TRIAD_BPS + all_calls)
+    assert row["op_model_s"] == pytest.approx(CPU_BYTES / TRIAD_BPS + all_calls + FLOOR_LEFT_S)
     lines = summary_section(frame, _fitted(frame))
     assert any("attention: not measured in this run" in line for line in lines)
 
@@ -415,6 +422,81 @@ def test_floor_table_prices_the_floor_both_ways() -> None:
     assert floor.left_out_s == pytest.approx(FLOOR_S - priced)
     costs = ops.op_costs(_per_op_frame())
     assert dict(zip(costs["op"], costs["cost_s"], strict=True)) == pytest.approx(OP_COSTS_S)
+
+
+# --- the CPU step's lower bound from its own probe, measured in the same rounds ---
+
+PROBE_BYTES = CPU_BYTES - KV_BYTES - 100_000  # every weight matrix; not the cache, norms, embedding row
+PROBE_COUNTS = {"np.matmul(2d, 1d, out=1d)": 30}
+PROBE_S = (15e-3, 14.2e-3, 14e-3, 16e-3, 14.5e-3, 14.1e-3)
+
+
+def _probe_frame(fastest_s: float, *, llc_bytes: float = 32 * 2**20) -> pd.DataFrame:
+    """``_per_op_frame`` with the probe's rounds and the machine's LLC recorded, the step at ``fastest_s``."""
+    frame = _per_op_frame()
+    step = frame["op"] == "decode_step"
+    step &= frame["case"] == "decode_step"
+    frame.loc[step, "min"] = fastest_s
+    frame["probe_s"] = [PROBE_S if is_step else math.nan for is_step in step]
+    frame["probe_op_counts"] = [dict(PROBE_COUNTS) if is_step else math.nan for is_step in step]
+    frame["probe_bytes"] = [PROBE_BYTES if is_step else math.nan for is_step in step]
+    frame["llc_bytes"] = llc_bytes
+    return frame
+
+
+def test_the_bound_is_the_probe_plus_the_floor_outside_its_calls_and_one_statistic() -> None:
+    row = _row(decode_table(_probe_frame(20e-3), host_fits=_host_fits()), "unfused", "cpu")
+    probe_calls = 30 * OP_COSTS_S["np.matmul(2d, 1d, out=1d)"]
+    assert row["probe_s"] == min(PROBE_S) and row["probe_rounds"] == len(PROBE_S)
+    assert row["bound_s"] == pytest.approx(min(PROBE_S) + FLOOR_S - probe_calls)
+    assert row["bandwidth_from"] == "probe"
+    assert row["reference_bytes_per_s"] == pytest.approx(PROBE_BYTES / min(PROBE_S))
+    assert row["probe_median_bytes_per_s"] == pytest.approx(PROBE_BYTES / float(pd.Series(PROBE_S).median()))
+    assert row["within_bounds"] and not row["bound_defect"] and math.isnan(row["overlapped_s"])
+    # per-op model: the bytes at the probe's bandwidth; the probe's calls are in its time, not priced again
+    bandwidth = PROBE_BYTES / min(PROBE_S)
+    outside = 20 * OP_COSTS_S["np.add(1d, 1d, out=1d)"] - 4 * OP_COSTS_S["np.add(1d, 1d, out=1d)"]
+    expected = (CPU_BYTES - KV_BYTES) / bandwidth + ATTENTION_S + outside + FLOOR_LEFT_S
+    assert row["op_calls_s"] == pytest.approx(outside) and row["op_model_s"] == pytest.approx(expected)
+    # its interval: the fastest of resampled rounds is never faster than the fastest round
+    assert row["op_model_low_s"] == pytest.approx(row["op_model_s"])
+    assert row["op_model_s"] < row["op_model_high_s"] <= expected + (max(PROBE_S) - min(PROBE_S)) * 1.01
+    assert where(SimpleNamespace(**row)) == f"{20e-3 / row['bound_s']:.2f}× the lower bound"
+    lines = summary_section(_probe_frame(20e-3), _fitted(_probe_frame(20e-3)))
+    text = "\n".join(lines)
+    assert "the step's and its probe's over the same rounds" in text
+    assert "BOUND DEFECT" not in text and "cache-resident" not in text
+    assert f"[{fmt_time(row['op_model_low_s'])} – {fmt_time(row['op_model_high_s'])}]" in text
+
+
+def test_a_step_below_its_bound_is_a_defect_of_the_bound_named_with_its_figures() -> None:
+    frame = _probe_frame(12e-3)  # faster than its own probe: impossible, so the bound is wrong
+    row = _row(decode_table(frame, host_fits=_host_fits()), "unfused", "cpu")
+    assert row["bound_defect"] and not row["within_bounds"]
+    assert where(SimpleNamespace(**row)).startswith("bound defect: 0.")
+    (line,) = [line for line in summary_section(frame, _fitted(frame)) if "BOUND DEFECT" in line]
+    assert "12.0 ms is below its lower bound" in line and "the bound is wrong, not the step" in line
+
+
+def test_a_step_under_twice_the_llc_is_labelled_cache_resident() -> None:
+    frame = _probe_frame(20e-3, llc_bytes=273e6)  # 383 MB < 2 × 273 MB
+    row = _row(decode_table(frame, host_fits=_host_fits()), "unfused", "cpu")
+    assert row["cache_resident"] and row["llc_bytes"] == 273e6
+    assert any("cache-resident" in line for line in summary_section(frame, _fitted(frame)))
+    big = _row(decode_table(_probe_frame(20e-3, llc_bytes=150e6), host_fits=_host_fits()), "unfused", "cpu")
+    assert not big["cache_resident"]
+
+
+def test_several_runs_of_a_step_give_the_median_of_their_figures() -> None:
+    one = _probe_frame(20e-3)
+    two = _probe_frame(22e-3)
+    slower = tuple(2 * t for t in PROBE_S)
+    two["probe_s"] = [slower if isinstance(value, tuple) else value for value in two["probe_s"]]
+    row = _row(
+        decode_table(pd.concat([one, two], ignore_index=True), host_fits=_host_fits()), "unfused", "cpu"
+    )
+    assert row["runs"] == 2 and row["measured_s"] == pytest.approx(21e-3)
+    assert row["probe_s"] == pytest.approx(1.5 * min(PROBE_S))
 
 
 def test_a_call_list_part_must_be_within_the_whole() -> None:
@@ -519,3 +601,48 @@ def test_a_step_past_the_models_context_has_no_roofline_and_says_why() -> None:
     assert math.isnan(row["work_s"]) and row["measured_s"] == pytest.approx(1.5e-3)
     assert row["spec_from"].startswith(f"{H200.name} (datasheet), no roofline: ")
     assert "exceeds Llama-3.2-1B's max_position_embeddings" in row["spec_from"]
+
+
+def _fits_with(values: dict[str, float]) -> pd.DataFrame:
+    """``_launch_fits`` with the fitted ``values`` added (quantity -> seconds)."""
+    rows = [
+        dict.fromkeys(FIT_COLUMNS, math.nan) | {"machine_id": GPU_MACHINE, "quantity": name, "value_s": value}
+        for name, value in values.items()
+    ]
+    return pd.concat([_launch_fits(), pd.DataFrame(rows, columns=list(FIT_COLUMNS))], ignore_index=True)
+
+
+def test_gpu_eager_uses_the_gap_its_run_measured() -> None:
+    """g = the same run's gpu_gap_s where fitted: eager overlapped max(work + n·g, n·launch) + sync, serial
+    work + n·(launch + g) + sync."""
+    gap_s = 2.5e-6
+    table = decode_table(_steps(), host_fits=_host_fits(), launch_fits=_fits_with({"gpu_gap_s": gap_s}))
+    eager = _row(table, "unfused", "cuda")
+    work_s, n = decode_step(LLAMA32_1B, H200, 1, CTX).t_step, UNFUSED.n_kernels(LLAMA32_1B)
+    assert eager["overlapped_s"] == pytest.approx(max(work_s + n * gap_s, n * LAUNCH_S) + SYNC_S)
+    assert eager["serial_s"] == pytest.approx(work_s + n * (LAUNCH_S + gap_s) + SYNC_S)
+    assert (eager["gap_s"], eager["gap_from"]) == (gap_s, GAP_MEASURED)
+
+
+def test_gpu_steps_carry_a_pdl_prediction_assumed_or_measured() -> None:
+    work_s = decode_step(LLAMA32_1B, H200, 1, CTX).t_step
+    assumed = decode_table(_steps(), host_fits=_host_fits(), launch_fits=_launch_fits())
+    graph = _row(assumed, "fused", "cuda")
+    n = FUSED.n_kernels(LLAMA32_1B)
+    pdl_node_s = NODE_S * (1 - DEFAULT_PDL_HIDDEN_SHARE)
+    assert (
+        graph["pdl_serial_s"] == graph["pdl_overlapped_s"] == pytest.approx(GRAPH_S + work_s + n * pdl_node_s)
+    )
+    assert graph["pdl_from"] == PDL_ASSUMED
+    eager = _row(assumed, "unfused", "cuda")
+    assert eager["pdl_serial_s"] < eager["serial_s"]
+    measured = decode_table(
+        _steps(),
+        host_fits=_host_fits(),
+        launch_fits=_fits_with({"pdl_graph_node_s": 0.4e-6, "pdl_plain_graph_node_s": 1.0e-6}),
+    )
+    graph = _row(measured, "fused", "cuda")
+    assert graph["pdl_serial_s"] == pytest.approx(GRAPH_S + work_s + n * NODE_S * 0.4)
+    assert graph["pdl_from"] == PDL_MEASURED
+    text = "\n".join(summary_section(_steps()))
+    assert "with PDL" in text

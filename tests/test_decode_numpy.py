@@ -3,20 +3,26 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from benchmarks.decode_numpy import (
     ATTENTION,
+    DRAM_LLC_FACTOR,
     REFERENCE_TOLERANCE,
     TINY_LLAMA_4L,
     CallCounter,
     NumpyDecodeStep,
     build_numpy_step,
     check_against_reference,
+    cpu_decode_config,
     draw_weights,
     op_identity,
     random_kv_cache,
@@ -24,10 +30,14 @@ from benchmarks.decode_numpy import (
     reference_error,
     reference_logits,
 )
+from benchmarks.records import CONTRACT
+from benchmarks.test_decode_step import QUICK_CPU_STEP_ROUNDS
 from model.hardware import H100
 from model.launch import FUSED, UNFUSED
 from model.llm import ModelConfig
 from model.roofline import decode_step
+
+pytest_plugins = ["pytester"]
 
 #: Small Llama-shaped configuration for the tests (GQA group 2, tied output); ctx 37 is no power of two.
 SMALL = ModelConfig("test-llama-2L-128", 2, 128, 4, 2, 32, 256, 500, tied=True)
@@ -146,7 +156,8 @@ def test_bytes_per_step_is_the_rooflines(plan) -> None:
 
 
 def test_benchmark_config_is_past_the_last_level_cache() -> None:
-    """The benchmark's configuration: ≈ 375 MB of float32 weights, more than any laptop or server LLC."""
+    """The benchmark's base configuration: ≈ 375 MB of float32 weights (more layers on a machine whose LLC is
+    more than half that: ``cpu_decode_config``)."""
     weight_bytes = decode_step(TINY_LLAMA_4L, H100, 1, 1024, bytes_per_param=4).weight_bytes
     assert weight_bytes > 256 * 2**20
     assert TINY_LLAMA_4L.n_heads // TINY_LLAMA_4L.n_kv_heads == 4 and TINY_LLAMA_4L.tied
@@ -309,3 +320,88 @@ def test_benchmark_config_makes_the_floors_call_list(plan) -> None:
     assert (step.cfg, step.ctx) == (FLOOR, FLOOR_CTX)
     floor = step.count_calls()
     assert Counter(big.op_counts) == Counter(floor.op_counts) and big.calls == floor.calls
+
+
+# --- the model sized from the last-level cache, and the step's bandwidth probe ---
+
+
+def test_the_benchmark_model_is_sized_from_the_last_level_cache() -> None:
+    """Weights ≥ 2 × the LLC, with the fewest layers that do it (never fewer than the base model's)."""
+    assert cpu_decode_config(None) is TINY_LLAMA_4L and cpu_decode_config(32 * 2**20) is TINY_LLAMA_4L
+    xeon = cpu_decode_config(272_629_760)  # the Xeon VM's 273 MB LLC: 4 layers would be 1.4 × it
+    assert xeon.name == "tiny-llama-7L-1024" and xeon.n_layers == 7
+    assert dataclasses.replace(xeon, name=TINY_LLAMA_4L.name, n_layers=4) == TINY_LLAMA_4L
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(min_value=1, max_value=2**33))
+def test_the_sized_model_streams_at_least_twice_any_llc(llc_bytes: int) -> None:
+    cfg = cpu_decode_config(llc_bytes)
+
+    def weight_bytes(n_layers: int) -> int:
+        return 4 * (cfg.embedding_params + cfg.final_norm_params + n_layers * cfg.layer_params)
+
+    assert weight_bytes(cfg.n_layers) >= DRAM_LLC_FACTOR * llc_bytes
+    assert cfg.n_layers == TINY_LLAMA_4L.n_layers or weight_bytes(cfg.n_layers - 1) < 2 * llc_bytes
+    assert cfg.name == f"tiny-llama-{cfg.n_layers}L-1024"
+
+
+def _weight_matrices(step: NumpyDecodeStep) -> list[tuple[int, tuple[int, ...]]]:
+    """(address, shape) of every matrix the step's projection and output ops read, in step order."""
+    return [
+        (array.__array_interface__["data"][0], array.shape)
+        for op in step.ops
+        if "projection" in op.name or op.name == "output layer"
+        for array in op.reads
+    ]
+
+
+@pytest.mark.parametrize("plan", PLANS, ids=lambda plan: plan.name)
+def test_the_probe_reads_every_weight_matrix_of_the_step_once_with_its_own_calls(plan) -> None:
+    step = _step(plan)
+    probe = [(a.__array_interface__["data"][0], a.shape) for op in step.probe for a in op.reads]
+    assert probe == _weight_matrices(step)
+    kv_bytes = sum(
+        keys.nbytes + values.nbytes for keys, values in zip(step.cache.keys, step.cache.values, strict=True)
+    )
+    norms = 4 * SMALL.d_model * (2 * SMALL.n_layers + 1) + 4 * SMALL.d_model  # norm weights, embedding row
+    assert step.probe_bytes == step.bytes_per_step - kv_bytes - norms
+    counts = step.count_calls(step.probe).op_counts
+    assert dict(counts) == {"np.matmul(2d, 1d, out=1d)": len(step.probe)}
+
+
+@pytest.mark.parametrize("plan", PLANS, ids=lambda plan: plan.name)
+def test_the_probe_computes_the_products_and_leaves_the_step_alone(plan) -> None:
+    step = _step(plan)
+    step.run()
+    logits = step.logits.copy()
+    step.run(ops=step.probe)
+    np.testing.assert_array_equal(step.logits, logits)  # the probe writes into buffers of its own
+    step.run()
+    np.testing.assert_array_equal(step.logits, logits)
+    last = step.probe[-1]  # the output layer: embedding @ xn, xn as the step left it
+    out = last.body.__closure__  # the buffer the probe wrote, found through its own product
+    products = [cell.cell_contents for cell in out if isinstance(cell.cell_contents, np.ndarray)]
+    (written,) = [array for array in products if array.shape == (SMALL.vocab,)]
+    np.testing.assert_allclose(written, logits, rtol=1e-5, atol=1e-6)
+
+
+def test_the_cpu_case_records_one_probe_round_per_timed_round(pytester: pytest.Pytester) -> None:
+    """The benchmark end to end (--quick): the step's rounds and the probe's rounds are as many, and the
+    probe's coordinates are in the contract."""
+    saved = pytester.path / "run.json"
+    module = str(Path(__file__).resolve().parents[1] / "benchmarks" / "test_decode_step.py")
+    result = pytester.runpytest_subprocess(
+        module, "--quick", "--benchmark-only", f"--benchmark-json={saved}", "-k", "cpu_decode_step",
+        "-p", "no:cacheprovider",
+    )  # fmt: skip
+    result.assert_outcomes(passed=2)
+    for bench in json.loads(saved.read_text())["benchmarks"]:
+        extra = bench["extra_info"]
+        assert set(extra) <= {"suite", *CONTRACT}
+        assert len(extra["probe_s"]) == bench["stats"]["rounds"] == QUICK_CPU_STEP_ROUNDS
+        assert all(t > 0 for t in extra["probe_s"])
+        assert extra["probe_op_counts"] == {
+            "np.matmul(2d, 1d, out=1d)": 29 if extra["plan"] == "unfused" else 17
+        }
+        assert 0 < extra["probe_bytes"] < extra["bytes"]

@@ -180,9 +180,9 @@ def test_a_bad_case_is_one_line_and_the_rest_is_used(
     loaded = load_cases([two_runs[0], bad], samples=True)
     first, second = doc["benchmarks"][0]["fullname"], doc["benchmarks"][1]["fullname"]
     assert loaded.problems == (
-        f"{bad}: case {first}: dropped: stats.median = -1.0 (must be a finite time > 0 s)",
+        f"{bad}: case {first}: dropped: stats.median = -1.0 (must be a time from 1e-12 to 1e+06 s)",
         f"{bad}: case {second}: raw samples left out: 1 of {len(doc['benchmarks'][1]['stats']['data'])} are "
-        "not finite times > 0 (first: nan)",
+        "not times from 1e-12 to 1e+06 s (first: nan)",
     )
     assert len(loaded.frame) == 5
 

@@ -16,6 +16,18 @@ encoded as UTF-16 or nested. Whatever the mutation:
 - ``compare`` and ``report`` exit 0 with the good run beside (1 at most for the mutated run alone) and never
   raise.
 
+Beyond launchbench's own runs (issue 21):
+
+- another suite's run (a real run with launchbench's coordinates taken out), mutated the same way, never
+  makes ``analysis.foreign.load_cases`` raise; the good suite run beside it keeps its rows, every time kept
+  lies within ``TIME_RANGE_S`` (an integer of 400 digits included) and no text kept holds a control
+  character;
+- an output folder's manifest holding any entries (paths out of the folder, absolute, through a link,
+  control characters, junk digests, owners of the wrong type) never makes ``publish`` write or remove
+  anything outside the folder, nor raise anything but one ``OutputError`` line;
+- any path text (globs, "..", a link loop, a pipe, a name too long, control characters) loads or is one
+  line, and as ``--out`` is created or refused in one line.
+
 Bounded for CI by the shared profiles of ``tests/conftest.py`` (derandomized; the CLI tests draw a share of
 the profile's examples); ``LAUNCHBENCH_HYPOTHESIS=deep`` for a longer local hunt.
 """
@@ -27,19 +39,24 @@ import copy
 import hashlib
 import io
 import json
+import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+
+pytest.importorskip("hypothesis", reason="needs hypothesis, of the dev extra: pip install -e '.[dev]'")
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from analysis.__main__ import main
-from analysis.load import load_doc, load_runs
+from analysis.foreign import load_cases
+from analysis.load import expand_paths, load_doc, load_runs
+from analysis.output import MANIFEST_NAME, OutputError, check_out, publish, remove_created
 from analysis.schema import TIME_RANGE_S
 from tests.test_report import synthetic_gpu_run
 from tests.test_trust import with_record
@@ -52,6 +69,9 @@ GOOD = DATA / "cpu-2core-epyc-full.json"
 FULL = DATA / "cpu-2core-full.json"
 QUICK = DATA / "cpu-2core-quick.json"
 
+#: GOOD's machine, the baseline of every comparison beside a mutated run.
+GOOD_MACHINE = str(load_runs([GOOD], samples=False).frame["machine_id"].iloc[0])
+
 #: Nesting deeper than any JSON parser's recursion limit.
 DEEP = 100_000
 _SENTINEL = "\x00fuzz-{}\x00"
@@ -61,7 +81,20 @@ def _base(path: Path) -> dict:
     return with_record(json.loads(path.read_text(encoding="utf-8")))
 
 
-BASES = {"full": _base(FULL), "quick": _base(QUICK), "gpu": with_record(synthetic_gpu_run())}
+def _foreign(path: Path) -> dict:
+    """A real run as another pytest-benchmark suite's: its cases without launchbench's coordinates."""
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    for bench in doc["benchmarks"]:
+        bench["extra_info"] = {}
+    return doc
+
+
+BASES = {
+    "full": _base(FULL),
+    "quick": _base(QUICK),
+    "gpu": with_record(synthetic_gpu_run()),
+    "foreign": _foreign(QUICK),
+}
 
 
 def _paths(value: object, prefix: tuple = ()) -> Iterator[tuple]:
@@ -96,6 +129,9 @@ _RAW = st.one_of(
             "1.5",
             "1e30",
             "9" * 5000,  # more digits than Python turns into an int
+            "1" + "0" * 400,  # an integer past the float range, written as one
+            "1e300",
+            "5e-324",
             str(2**64),
             "true",
             "false",
@@ -105,6 +141,7 @@ _RAW = st.one_of(
             '"a\\nb"',
             '"\\ud800"',  # an unpaired surrogate
             '"\\u0000"',
+            '"x\\u001b[2J\\u001b[31m"',  # an escape sequence: clears and recolours a terminal
             "[]",
             "{}",
             '["x", null]',
@@ -349,7 +386,10 @@ def test_compare_beside_a_mutated_run_prints_the_good_figures(
     file_change: tuple[str, float],
 ) -> None:
     good, bad, before = _inputs(workdir, mutated_text(base, mutations, file_change))
-    code, out, err = _run(["compare", str(good), str(bad), "--format", "markdown"])
+    # The good run's machine is the baseline by name: by default it is the earliest run's, which a mutated
+    # datetime may change.
+    argv = ["compare", str(good), str(bad), "--format", "markdown", "--baseline", GOOD_MACHINE]
+    code, out, err = _run(argv)
     assert code == 0, err
     assert all(line.startswith("python -m analysis: ") for line in err.splitlines()), err
     cells = _baseline_cells(out)
@@ -395,3 +435,151 @@ def test_the_mutations_reach_what_analysis_reads() -> None:
     doc = json.loads(mutated_text("quick", [("set", where, '"a string"')], ("keep", 0.0)))
     assert doc["machine_info"] == "a string"
     assert isinstance(BASES["quick"]["machine_info"], dict)  # the base itself is never changed
+
+
+# --- another suite's runs, the output manifest, paths ---------------------------------------------------
+
+
+def _no_control(texts: Iterable[object]) -> None:
+    """No text shown to a person holds a control character (a newline, an escape sequence) raw."""
+    for text in texts:
+        if isinstance(text, str):
+            assert all(char.isprintable() for char in text), repr(text)
+
+
+@settings(max_examples=max(10, settings().max_examples // 10))
+@given(mutations=st.lists(_MUTATION, min_size=1, max_size=4), file_change=_FILE)
+def test_another_suites_mutated_run_never_raises_and_keeps_the_good_run(
+    workdir: Path, mutations: list[tuple], file_change: tuple[str, float]
+) -> None:
+    good = workdir / "runs" / "foreign-good.json"
+    if not good.exists():
+        good.write_text(json.dumps(_foreign(GOOD)), encoding="utf-8")
+    bad = workdir / "runs" / "foreign-mutated.json"
+    bad.write_bytes(mutated_text("foreign", mutations, file_change))
+    before = {good: _digest(good), bad: _digest(bad)}
+    alone = load_cases([good], samples=True).frame.drop(columns="data")
+    result = load_cases([good, bad], samples=True)
+    assert _unchanged(before)
+    _one_line_each(result.problems)
+    _no_control(result.problems)
+    mine = result.frame[result.frame["source"] == str(good)].drop(columns="data").reset_index(drop=True)
+    pd.testing.assert_frame_equal(mine, alone.reset_index(drop=True), check_dtype=False)
+    _assert_times_possible(result.frame.assign(mean=result.frame["mean"].fillna(result.frame["min"])))
+    for data in result.frame["data"]:
+        if data is not None:
+            assert np.all((data >= TIME_RANGE_S[0]) & (data <= TIME_RANGE_S[1]))
+    _no_control([*result.frame["fullname"], *result.frame["machine_id"], *result.runs["source"]])
+
+
+#: Names a manifest may hold: sound ones, and every way out of the folder.
+_ENTRY = st.one_of(
+    st.sampled_from(
+        [
+            "figures/a.png",
+            "report.md",
+            "../victim.txt",
+            "figures/../../victim.txt",
+            "./report.md",
+            "..\\victim.txt",
+            "figures//a.png",
+            "",
+            ".",
+            "linked/victim.txt",
+            "a\nb",
+            "C:/victim.txt",
+        ]
+    ),
+    st.builds(str, st.just("VICTIM")),  # the victim's absolute path, filled in by the test
+    st.text(alphabet="./\\ab\x00\n", max_size=12),
+)
+
+
+@settings(max_examples=max(10, settings().max_examples // 10))
+@given(
+    entries=st.dictionaries(_ENTRY, st.sampled_from(["victim", "own", "junk", None, 1]), max_size=6),
+    owner_shape=st.sampled_from(["object", "list", "missing", "garbage"]),
+    force=st.booleans(),
+)
+def test_a_mutated_manifest_never_acts_outside_the_folder(
+    entries: dict[str, object], owner_shape: str, force: bool
+) -> None:
+    with tempfile.TemporaryDirectory(prefix="launchbench-manifest-") as folder:
+        root = Path(folder)
+        victim = root / "victim.txt"
+        victim.write_text("not yours\n")
+        outside = root / "outside"
+        outside.mkdir()
+        (outside / "victim.txt").write_text("not yours\n")
+        out = root / "out"
+        (out / "figures").mkdir(parents=True)
+        (out / "linked").symlink_to(outside)
+        (out / "report.md").write_text("old\n")
+        digests = {
+            "victim": hashlib.sha256(b"not yours\n").hexdigest(),
+            "own": hashlib.sha256(b"old\n").hexdigest(),
+            "junk": "z" * 64,
+        }
+        files = {
+            (str(victim) if name == "VICTIM" else name): digests.get(value, value)
+            for name, value in entries.items()
+        }
+        owners = {
+            "object": {"report": files},
+            "list": {"report": list(files)},
+            "missing": {},
+            "garbage": "owners",
+        }[owner_shape]
+        manifest = out / MANIFEST_NAME
+        manifest.write_text(json.dumps({"version": 1, "owners": owners}), encoding="utf-8")
+        stage = root / "stage"
+        stage.mkdir()
+        (stage / "report.md").write_text("new\n")
+        try:
+            published = publish(stage, out, "report", force)
+        except OutputError as error:
+            assert "\n" not in str(error)
+        else:
+            _one_line_each(published.kept)
+            _no_control(published.kept)
+            kept = json.loads(manifest.read_text(encoding="utf-8"))["owners"]["report"]
+            assert set(kept) == {"report.md"}
+        assert victim.read_text() == (outside / "victim.txt").read_text() == "not yours\n"
+
+
+#: Path texts as a command line may hold them: globs, "..", links that loop, a pipe, names too long,
+#: control characters.
+_PATH_PART = st.one_of(
+    st.sampled_from(["runs", "good.json", "*.json", "**", "loop", "pipe.json", "..", ".", "x" * 300]),
+    st.text(alphabet="ab*?[]./\n\x1b", min_size=1, max_size=6),
+)
+
+
+@settings(max_examples=max(10, settings().max_examples // 10))
+@given(paths=st.lists(st.lists(_PATH_PART, min_size=1, max_size=4).map("/".join), min_size=1, max_size=3))
+def test_any_path_loads_or_is_one_line_and_any_out_is_checked(workdir: Path, paths: list[str]) -> None:
+    tree = workdir / "paths"
+    if not tree.exists():
+        (tree / "runs").mkdir(parents=True)
+        shutil.copy(QUICK, tree / "runs" / "good.json")
+        (tree / "runs" / "loop").symlink_to("..")
+        (tree / "loop").symlink_to("loop")
+        os.mkfifo(tree / "runs" / "pipe.json")
+    here = Path.cwd()
+    os.chdir(tree)
+    try:
+        files, problems = expand_paths(paths)
+        _one_line_each(problems)
+        _no_control(problems)
+        assert all(path.is_file() for path in files)
+        result = load_runs(paths, samples=False)
+        _one_line_each(result.problems)
+        out = "outs/" + paths[0].replace("..", "up")
+        try:
+            created = check_out(out, paths)
+        except OutputError as error:
+            assert "\n" not in str(error)
+        else:
+            remove_created(created)
+    finally:
+        os.chdir(here)

@@ -2,14 +2,19 @@
 so a shell error, a step that runs when it must not, or a check that crashes instead of saying why must be
 caught here. The script runs whole, with CuPy hidden (every step after the first says why it did not run)
 and with ``tests/fake_gpu``'s GPU that fails after the probe (its correctness tests fail, so nothing is
-benchmarked); its read-back, ``.ci/gpu_check.py``, runs on a real CPU run and on a SYNTHETIC GPU run built
-here (tests/test_report.py's made-up GPU, never saved as data), intact and with planted defects."""
+benchmarked), as the GPU machine will run it: a copy of the tree without ``.git``, no git, no orjson, the
+commit passed in ``LAUNCHBENCH_COMMIT``; and as a dry run, every step whatever the one before did, so the
+bench step and the read-back run there too. Its read-back, ``.ci/gpu_check.py``, runs on a real CPU run and
+on a SYNTHETIC GPU run built here (tests/test_report.py's made-up GPU, never saved as data), intact and with
+planted defects."""
 
 from __future__ import annotations
 
 import copy
+import importlib.metadata
 import json
 import re
+import shutil
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -19,6 +24,7 @@ import pytest
 
 from analysis.launch import cuda_rows, fit_launch
 from analysis.load import load_runs
+from benchmarks import provenance
 from benchmarks.nvml import VIOLATION_POLICIES
 from benchmarks.run_record import RUN_RECORD_KEY
 from tests.fake_gpu import FAKE_GPU_PATH, run_in_root
@@ -32,18 +38,96 @@ NOT_BENCHMARKED = (
     "bench not run: the GPU correctness tests did not pass (see status.txt): no benchmark of a GPU whose "
     "results are wrong"
 )
+#: The commit the image-like runs are told they measure (made up: the copy has no .git to ask).
+COMMIT = "0123456789abcdef0123456789abcdef01234567"
+#: What the copy of the tree leaves out, as the GPU machine's copy does (.git) or as .gitignore does.
+NOT_COPIED = (".git", ".venv", "__pycache__", "*.egg-info", ".benchmarks", ".hypothesis", ".pytest_cache")
+NOT_COPIED += (".ruff_cache", "gpu-run-out", "build")
+#: The dry run's selection: the spin tests and cases (GPU, failing on the fake GPU) and one CPU case.
+DRY_RUN = ("--dry-run", "--quick", "-k", "spin or test_copy")
+
+
+def _header(dry_run: str = "no", options: str = "none") -> str:
+    return f"gpu-run: step limits 480 s of 480 s; dry run: {dry_run}; options: {options}"
+
+
+def _status(out: Path) -> list[str]:
+    """The status lines of the run in ``out``, seconds as N (the budget table and file listing left out)."""
+    lines = (out / "status.txt").read_text(encoding="utf-8").splitlines()
+    lines = lines[: next(index for index, line in enumerate(lines) if line.startswith("step "))]
+    return [re.sub(r"seconds=\d+", "seconds=N", line) for line in lines]
 
 
 def _run_script(out: Path, pythonpath: Path) -> tuple[subprocess.CompletedProcess[str], list[str]]:
     """Run the whole script with ``pythonpath`` first on PYTHONPATH; return it and its status lines."""
     done = run_in_root(["bash", str(SCRIPT)], OUT=str(out), PYTHON=sys.executable, PYTHONPATH=str(pythonpath))
-    status = (out / "status.txt").read_text(encoding="utf-8").splitlines()
-    return done, [re.sub(r"seconds=\d+", "seconds=N", line) for line in status]
+    return done, _status(out)
+
+
+def _image_like(tmp_path: Path, *arguments: str) -> tuple[subprocess.CompletedProcess[str], Path]:
+    """Run the script as the GPU machine will, on the fake GPU: in a copy of the tree without ``.git``, with
+    ``git`` failing as a missing command does, orjson unimportable (the image has none) and the commit in
+    ``LAUNCHBENCH_COMMIT``; return it and its $OUT."""
+    tree = tmp_path / "tree"
+    shutil.copytree(ROOT, tree, ignore=shutil.ignore_patterns(*NOT_COPIED), symlinks=True)
+    hidden = tmp_path / "image" / "orjson"
+    hidden.mkdir(parents=True)
+    (hidden / "__init__.py").write_text(
+        'raise ImportError("orjson is not in the GPU image")\n', encoding="utf-8"
+    )
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    (tools / "git").write_text("#!/bin/sh\necho 'git: not on this machine' >&2\nexit 127\n", encoding="utf-8")
+    (tools / "git").chmod(0o755)
+    out = tmp_path / "out"
+    done = subprocess.run(
+        ["bash", str(tree / ".ci" / "gpu-run"), *arguments],
+        cwd=tree,
+        env={
+            "PATH": f"{tools}:/usr/bin:/bin",
+            "HOME": str(tmp_path),
+            "LANG": "C.UTF-8",
+            "OUT": str(out),
+            "PYTHON": sys.executable,
+            "PYTHONPATH": f"{FAKE_GPU_PATH}:{hidden.parent}",
+            "LAUNCHBENCH_COMMIT": f"{COMMIT}-dirty",
+        },
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    return done, out
+
+
+def _listed_files(out: Path) -> list[str]:
+    """The files the run's own status names, checked against what is in ``out``."""
+    (listing,) = [
+        line
+        for line in (out / "status.txt").read_text(encoding="utf-8").splitlines()
+        if line.startswith("files")
+    ]
+    named = listing.split(": ", 1)[1].split()
+    assert sorted(path.name for path in out.iterdir()) == named, listing
+    assert listing.startswith(f"files in $OUT ({len(named)} of at most 7)")
+    return named
 
 
 def test_script_parses() -> None:
     done = subprocess.run(["bash", "-n", str(SCRIPT)], capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
+
+
+def test_step_limits_fit_one_call_with_room() -> None:
+    """The limits add up to at most 480 s: with SIGKILL 10 s after each, the script ends within 530 s, inside
+    one 600 s call of the GPU machine (README.md, "The first window")."""
+    text = SCRIPT.read_text(encoding="utf-8")
+    match = re.search(r"^declare -A LIMIT=\((.*)\)$", text, re.MULTILINE)
+    assert match, f"{SCRIPT}: no LIMIT table"
+    limits = {name: int(seconds) for name, seconds in re.findall(r"\[([\w-]+)\]=(\d+)", match.group(1))}
+    assert set(limits) == {"environment", "gpu-tests", "bench", "gpu-check"}
+    assert sum(limits.values()) <= 480 and "BUDGET=480" in text
+    assert sum(limits.values()) + 10 * len(limits) + 10 <= 600 - 60
 
 
 def test_without_cupy_no_step_after_the_first_runs_and_each_says_why(tmp_path: Path) -> None:
@@ -54,23 +138,26 @@ def test_without_cupy_no_step_after_the_first_runs_and_each_says_why(tmp_path: P
     done, status = _run_script(out, hidden.parent)
     assert done.returncode == 1
     assert status == [
-        "cuda-usable rc=1 seconds=N",
-        "gpu-tests not run: CUDA is unusable (see cuda-usable.log)",
+        _header(),
+        "environment rc=1 seconds=N",
+        "gpu-tests not run: CUDA is unusable (see environment.txt)",
         NOT_BENCHMARKED,
         f"gpu-check not run: no {out}/gpu-run.json to read back",
     ]
-    log = (out / "cuda-usable.log").read_text(encoding="utf-8")
-    assert "CUDA unusable: CuPy is not installed" in log
-    assert "CUDA: CuPy is not installed" in (out / "environment.txt").read_text(encoding="utf-8")
-    assert not (out / "gpu-run.json").exists()
+    environment = (out / "environment.txt").read_text(encoding="utf-8")
+    assert "CUDA: CuPy is not installed" in environment
+    assert "CUDA unusable: CuPy is not installed" in environment
+    assert _listed_files(out) == ["environment.txt", "status.txt"]
 
 
-def test_a_gpu_that_fails_its_correctness_tests_is_not_benchmarked(tmp_path: Path) -> None:
-    out = tmp_path / "out"
-    done, status = _run_script(out, FAKE_GPU_PATH)
-    assert done.returncode == 1
-    assert status == [
-        "cuda-usable rc=0 seconds=N",
+def test_a_gpu_that_fails_its_correctness_tests_is_not_benchmarked_on_the_image(tmp_path: Path) -> None:
+    """As the GPU machine will run it (no .git, no git, no orjson): the GPU tests are collected (no module
+    fails to import for want of orjson), fail with the fake GPU's error, and nothing is benchmarked."""
+    done, out = _image_like(tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert _status(out) == [
+        _header(),
+        "environment rc=0 seconds=N",
         "gpu-tests rc=1 seconds=N",
         NOT_BENCHMARKED,
         f"gpu-check not run: no {out}/gpu-run.json to read back",
@@ -78,30 +165,114 @@ def test_a_gpu_that_fails_its_correctness_tests_is_not_benchmarked(tmp_path: Pat
     report = ET.parse(out / "gpu-tests.xml").getroot()
     cases = list(report.iter("testcase"))
     assert cases and all(case.find("error") is not None or case.find("failure") is not None for case in cases)
-    assert "cudaErrorLaunchFailure" in (out / "gpu-tests.log").read_text(encoding="utf-8")
+    log = (out / "gpu-tests.log").read_text(encoding="utf-8")
+    assert "cudaErrorLaunchFailure" in log and "errors during collection" not in log
+    assert _listed_files(out) == ["environment.txt", "gpu-tests.log", "gpu-tests.xml", "status.txt"]
 
 
-def test_usable_step_says_why_cuda_is_not() -> None:
-    match = re.search(
-        r"step cuda-usable \d+ \"\$PYTHON\" -c '(.*?)'\n", SCRIPT.read_text(encoding="utf-8"), re.DOTALL
+def test_the_dry_run_on_the_image_runs_every_step_and_leaves_seven_files(tmp_path: Path) -> None:
+    """The whole script as the GPU machine will run it, on the fake GPU, every step run (``--dry-run``, a
+    quick selection): no orjson, no .git, no git; each step's limit, share and time printed; at most seven
+    files, each named in the run's listing; the commit passed in is the saved run's."""
+    done, out = _image_like(tmp_path, *DRY_RUN)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert _status(out) == [
+        _header("yes", "--quick -k spin or test_copy"),
+        "environment rc=0 seconds=N",
+        "gpu-tests rc=1 seconds=N",
+        "bench runs although gpu-tests did not pass: dry run",
+        "bench rc=1 seconds=N",
+        "gpu-check rc=1 seconds=N",
+    ]
+    table = re.findall(r"^(\S+) +(\d+)s +(\d+)% +(\d+)s$", done.stdout, re.MULTILINE)
+    assert [(name, limit, share) for name, limit, share, _ in table] == [
+        ("environment", "60", "12"),
+        ("gpu-tests", "120", "25"),
+        ("bench", "270", "56"),
+        ("gpu-check", "30", "6"),
+        ("total", "480", "100"),
+    ]
+    assert _listed_files(out) == [
+        "bench.log",
+        "environment.txt",
+        "gpu-check.log",
+        "gpu-run.json",
+        "gpu-tests.log",
+        "gpu-tests.xml",
+        "status.txt",
+    ]
+    environment = (out / "environment.txt").read_text(encoding="utf-8")
+    assert f"commit: {COMMIT}-dirty (LAUNCHBENCH_COMMIT; no git checkout here)" in environment
+    assert "orjson: not importable (orjson is not in the GPU image)" in environment
+    assert re.search(r"^torch(: not installed| \S+)$", environment, re.MULTILINE)
+    run = json.loads((out / "gpu-run.json").read_text(encoding="utf-8"))
+    commit = run["commit_info"]
+    assert (commit["id"], commit["dirty"], commit["id_from"]) == (COMMIT, True, "LAUNCHBENCH_COMMIT")
+    assert set(run["machine_info"]["launchbench"]["frameworks"]) == {"torch", "triton", "jax"}
+    assert any(case["extra_info"].get("case") == "host_bandwidth" for case in run["benchmarks"]), (
+        "the CPU case ran"
     )
-    assert match, f"{SCRIPT}: no cuda-usable step"
-    done = subprocess.run(
-        [sys.executable, "-c", match.group(1)],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=120,
-        check=False,
-    )
-    from benchmarks.cuda import unavailable_reason
+    check = (out / "gpu-check.log").read_text(encoding="utf-8")
+    assert "host bandwidth (STREAM)" in check, "the read-back's summary: analysis imported without orjson"
+    assert "fits not computed" not in check and "no GPU cases" in check
+    for log in ("gpu-tests.log", "bench.log", "gpu-check.log"):
+        assert "orjson" not in (out / log).read_text(encoding="utf-8"), log
 
-    reason = unavailable_reason()
-    if reason is None:
-        assert done.returncode == 0, done.stderr
-    else:
-        assert done.returncode == 1
-        assert done.stderr.strip() == f"CUDA unusable: {reason}"
+
+@pytest.mark.parametrize(
+    ("arguments", "environment", "message"),
+    [
+        (["--fast"], {}, "gpu-run: unknown argument '--fast'"),
+        (["-k"], {}, "usage: OUT=DIR"),
+        ([], {"LAUNCHBENCH_COMMIT": "main"}, "gpu-run: LAUNCHBENCH_COMMIT='main' is not a commit"),
+    ],
+)
+def test_the_script_refuses_bad_input_in_one_line(
+    tmp_path: Path, arguments: list[str], environment: dict[str, str], message: str
+) -> None:
+    out = tmp_path / "out"
+    done = run_in_root(["bash", str(SCRIPT), *arguments], OUT=str(out), PYTHON=sys.executable, **environment)
+    assert done.returncode == 2
+    assert done.stderr.startswith(message) and "Traceback" not in done.stderr, done.stderr
+    assert not out.exists(), "nothing runs"
+
+
+@pytest.mark.parametrize(
+    ("given", "environ", "expected"),
+    [
+        (
+            {"id": "unversioned"},
+            {"LAUNCHBENCH_COMMIT": f"{COMMIT}-dirty"},
+            (COMMIT, True, "LAUNCHBENCH_COMMIT"),
+        ),
+        ({"id": "unknown"}, {"LAUNCHBENCH_COMMIT": COMMIT[:12]}, (COMMIT[:12], False, "LAUNCHBENCH_COMMIT")),
+        ({"id": "unversioned"}, {}, ("unversioned", None, None)),
+        ({"id": "fedcba9"}, {"LAUNCHBENCH_COMMIT": COMMIT}, ("fedcba9", None, None)),  # git said: it stands
+    ],
+)
+def test_the_commit_comes_from_the_environment_where_git_cannot_say(given, environ, expected) -> None:
+    commit_info = dict(given)
+    provenance.fill_commit_info(commit_info, environ)
+    assert (commit_info["id"], commit_info.get("dirty"), commit_info.get("id_from")) == expected
+
+
+def test_a_commit_variable_that_is_not_a_commit_is_refused_naming_it() -> None:
+    with pytest.raises(ValueError, match=r"^LAUNCHBENCH_COMMIT='HEAD~1' is not a commit"):
+        provenance.fill_commit_info({"id": "unversioned"}, {"LAUNCHBENCH_COMMIT": "HEAD~1"})
+
+
+def test_framework_versions_are_read_from_metadata_without_importing(monkeypatch: pytest.MonkeyPatch) -> None:
+    versions = {"torch": "2.11.0", "jax": "0.11.2"}
+
+    def version(name: str) -> str:
+        if name not in versions:
+            raise importlib.metadata.PackageNotFoundError(name)
+        return versions[name]
+
+    monkeypatch.setattr(importlib.metadata, "version", version)
+    info: dict[str, object] = {}
+    provenance.collect_frameworks(info)
+    assert info == {"frameworks": {"torch": "2.11.0", "triton": None, "jax": "0.11.2"}}
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -147,6 +318,10 @@ def synthetic_complete_gpu_run() -> dict:
     gpu = {"sm_clock_hz": 1.98e9, "memory_clock_hz": 3.2e9, "power_w": 120.0, "temperature_c": 40}
     gpu |= {"pstate": 0, "throttle_reasons": [], "violation_time_ns": dict.fromkeys(VIOLATION_POLICIES, 5)}
     clock = {"cycles_per_ns": 1.98, "spread": 0.001}
+    clock |= {
+        "warmup": {"ns": 500_000_000, "slice_ns": 50_000_000, "stable": True, "rates": [0.4] + [1.98] * 9}
+    }
+    clock |= {"tries": [{"cycles_per_ns": 1.97, "spread": 0.015}, {"cycles_per_ns": 1.98, "spread": 0.001}]}
     run[RUN_RECORD_KEY] = {
         "version": 1,
         "quick": False,
@@ -194,6 +369,10 @@ def test_check_passes_a_complete_gpu_run_and_prints_every_fact_and_fit(tmp_path:
     assert done.stdout.rstrip().endswith("gpu-check: every check passed")
     assert "fact gpu.timer_tick_ns = 1024.0" in done.stdout and "fact gpu.enqueue_depth = 1022" in done.stdout
     assert "SM clock moved by +0.25% between the start and the end" in done.stdout
+    assert (
+        "gpu.spin_clock: warmed up for 0.50 s (steady at the end), 2 calibration tries (spreads 1.50%, "
+        "0.10%), 1.9800 cycles per ns kept"
+    ) in done.stdout
     assert "throttling: none (NVML violation counters unchanged)" in done.stdout
     assert "spin eager 1000 ns: achieved 1012 ns by SM cycles, 1300 ns by %globaltimer" in done.stdout
     fits = fit_launch(cuda_rows(load_runs([path], samples=True).frame))

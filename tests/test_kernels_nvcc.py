@@ -53,6 +53,7 @@ def test_the_launch_suite_kernels_are_there() -> None:
         "clock_calibration_kernel",
         "timer_advances_kernel",
         "count_kernel",
+        "pdl_kernel",
     }
 
 

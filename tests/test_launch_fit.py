@@ -7,6 +7,7 @@ seconds, raw per-call samples in ``data``), from known parameters plus seeded mu
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -14,7 +15,7 @@ import pytest
 
 from analysis import launch
 from analysis.fit import CI_POINTS
-from model.launch import PLANS, compose, compose_graph
+from model.launch import DEFAULT_GAP_S, DEFAULT_PDL_HIDDEN_SHARE, PLANS, SEED_GAP_S, compose, compose_graph
 from model.llm import LLAMA31_8B, LLAMA32_1B
 from model.roofline import decode_step
 
@@ -47,6 +48,11 @@ FAST = {
     "ladder_driver_per_arg_s": 0.02e-6,
     "ladder_graph_s": 0.8e-6,
     "ladder_graph_per_arg_s": 0.05e-6,
+    # the PDL case: the same kernel with and without programmatic dependent launch, eager and graph
+    "pdl_gap_s": 0.5e-6,
+    "pdl_plain_gap_s": 1.0e-6,
+    "pdl_graph_node_s": 0.3e-6,
+    "pdl_plain_graph_node_s": 0.9e-6,
 }
 SLOW = {key: 2 * value for key, value in FAST.items()}
 MACHINES = {"fast / cpu A / GPU A": FAST, "slow / cpu B / GPU B": SLOW}
@@ -100,6 +106,16 @@ def _machine_rows(machine_id: str, p: dict[str, float], rng: np.random.Generator
                 rows.append(
                     _row(machine_id, rng, LADDER_N * per_launch_s, mode="eager", gpu_time_s=1e-3, **coords)
                 )
+    for n in ENQUEUE_N:
+        for mode, with_pdl, slope in (
+            ("eager", True, "pdl_gap_s"),
+            ("eager", False, "pdl_plain_gap_s"),
+            ("graph", True, "pdl_graph_node_s"),
+            ("graph", False, "pdl_plain_graph_node_s"),
+        ):
+            gpu_time_s = (3e-6 + n * p[slope]) * (1 + NOISE * rng.standard_normal())
+            coords = {"case": "launch_pdl", "mode": mode, "pdl": with_pdl, "n_kernels": n}
+            rows.append(_row(machine_id, rng, n * 2e-6, gpu_time_s=gpu_time_s, **coords))
     return rows  # fmt: skip
 
 
@@ -238,8 +254,9 @@ def test_predict_spin_uses_the_model_bounds(frame: pd.DataFrame, fits: pd.DataFr
     for row in spin.itertuples(index=False):
         fitted = {q: launch.fitted(fits, row.machine_id, q) for q in launch.QUANTITIES}
         t_gpu_s = SPIN_N * row.kernel_ns * 1e-9
-        if row.mode == "eager":
-            bounds = compose(t_gpu_s, SPIN_N, fitted["launch_s"])
+        if row.mode == "eager":  # the GPU's own gap of the same run
+            bounds = compose(t_gpu_s, SPIN_N, fitted["launch_s"], fitted["gpu_gap_s"])
+            assert (row.gap_s, row.gap_from) == (fitted["gpu_gap_s"], launch.GAP_MEASURED)
         else:
             bounds = compose_graph(t_gpu_s, SPIN_N, fitted["graph_node_s"], fitted["graph_enqueue_s"])
         assert row.serial_s == pytest.approx(bounds.serial_s + fitted["sync_round_trip_s"], rel=1e-12)
@@ -251,14 +268,24 @@ def test_predict_spin_uses_the_model_bounds(frame: pd.DataFrame, fits: pd.DataFr
 def test_predict_spin_eager_lies_between_the_bounds_and_graph_on_its_serial_bound(
     frame: pd.DataFrame, fits: pd.DataFrame
 ) -> None:
-    """The synthetic eager time N·max(L, d + g) + sync lies between max(N·d, N·L) + sync and N·(d + L) + sync
-    (g < L); the graph time is built as compose_graph's serial bound."""
+    """The synthetic eager time N·max(L, d + g) + sync lies between max(N·(d + g'), N·L) + sync and
+    N·(d + L + g') + sync (g' the fitted gpu_gap_s, a little below the spins' g); the graph time is built as
+    compose_graph's sum, its bounds one figure."""
     spin = launch.predict_spin(frame, fits)
     eager, graph = spin[spin["mode"] == "eager"], spin[spin["mode"] == "graph"]
     tolerance = 0.03
     assert (eager["measured_s"] >= eager["overlapped_s"] * (1 - tolerance)).all()
     assert (eager["measured_s"] <= eager["serial_s"] * (1 + tolerance)).all()
     assert graph["error_vs_serial"].abs().max() < tolerance
+    assert (graph["serial_s"] == graph["overlapped_s"]).all()
+
+
+def test_predict_spin_without_a_measured_gap_uses_the_documented_default() -> None:
+    frame = _frame({"m": FAST})
+    frame = frame[~(frame["case"] == "enqueue")]  # no gpu_gap_s in this run
+    spin = launch.predict_spin(frame, launch.fit_launch(frame))
+    eager = spin[spin["mode"] == "eager"]
+    assert (eager["gap_s"] == DEFAULT_GAP_S).all() and (eager["gap_from"] == launch.GAP_DEFAULT).all()
 
 
 def test_decode_with_measured_recomputes_demo2(fits: pd.DataFrame) -> None:
@@ -271,15 +298,18 @@ def test_decode_with_measured_recomputes_demo2(fits: pd.DataFrame) -> None:
             rows = decode[(decode["config"] == cfg.name) & (decode["plan"] == plan.name)]
             assumed = rows[rows["launch"] == "assumed"]
             assert sorted(assumed["t_launch_s"]) == list(launch.ASSUMED_LAUNCH_S)
-            for row in assumed.itertuples(index=False):
-                assert row.serial_s == pytest.approx(compose(t_gpu_s, n, row.t_launch_s).serial_s)
+            for row in assumed.itertuples(index=False):  # the seed's model: g = 0
+                assert row.serial_s == pytest.approx(compose(t_gpu_s, n, row.t_launch_s, SEED_GAP_S).serial_s)
+                assert row.gap_s == 0
             for machine_id in MACHINES:
                 ours = rows[rows["machine_id"] == machine_id]
                 eager = ours[ours["launch"] == "measured eager"].iloc[0]
-                expected = compose(t_gpu_s, n, launch.fitted(fits, machine_id, "launch_s"))
+                gap_s = launch.fitted(fits, machine_id, "gpu_gap_s")
+                expected = compose(t_gpu_s, n, launch.fitted(fits, machine_id, "launch_s"), gap_s)
                 assert (eager["serial_s"], eager["overlapped_s"]) == pytest.approx(
                     (expected.serial_s, expected.overlapped_s)
                 )
+                assert eager["gap_from"] == launch.GAP_MEASURED
                 graph = ours[ours["launch"] == "measured graph"].iloc[0]
                 node_s = launch.fitted(fits, machine_id, "graph_node_s")
                 graph_s = launch.fitted(fits, machine_id, "graph_enqueue_s")
@@ -287,6 +317,36 @@ def test_decode_with_measured_recomputes_demo2(fits: pd.DataFrame) -> None:
                 assert (graph["serial_s"], graph["t_graph_launch_s"]) == pytest.approx(
                     (expected.serial_s, graph_s)
                 )
+                assert graph["overlapped_s"] == graph["serial_s"]  # one launch, then a synchronise: a sum
+                pdl = ours[ours["launch"] == "measured graph + PDL"].iloc[0]
+                ratio = launch.fitted(fits, machine_id, "pdl_graph_node_s") / launch.fitted(
+                    fits, machine_id, "pdl_plain_graph_node_s"
+                )
+                expected = compose_graph(t_gpu_s, n, node_s * ratio, graph_s)
+                assert pdl["serial_s"] == pytest.approx(expected.serial_s)
+                assert pdl["gap_from"] == launch.PDL_MEASURED
+
+
+def test_pdl_without_its_case_is_the_stated_assumption() -> None:
+    frame = _frame({"m": FAST})
+    fits = launch.fit_launch(frame[frame["case"] != "launch_pdl"])
+    node_s, source = launch.pdl_gap(fits, "m", 1e-6, "graph")
+    assert (node_s, source) == (pytest.approx(1e-6 * (1 - DEFAULT_PDL_HIDDEN_SHARE)), launch.PDL_ASSUMED)
+    pdl = launch.decode_with_measured(fits)
+    pdl = pdl[pdl["launch"] == "measured graph + PDL"]
+    assert not pdl.empty and (pdl["gap_from"] == launch.PDL_ASSUMED).all()
+
+
+def test_the_pdl_fits_compare_the_same_kernel_with_and_without_the_attribute(fits: pd.DataFrame) -> None:
+    """Measured in the same run: PDL hides 1 − 0.3/0.9 of a graph node's gap on the synthetic machines."""
+    for machine_id in MACHINES:
+        node_s, source = launch.pdl_gap(fits, machine_id, 1e-6, "graph")
+        assert source == launch.PDL_MEASURED
+        assert node_s == pytest.approx(1e-6 * 0.3 / 0.9, rel=0.05)
+        gap_s, source = launch.pdl_gap(fits, machine_id, 1e-6, "eager")
+        assert (gap_s, source) == (pytest.approx(1e-6 * 0.5 / 1.0, rel=0.05), launch.PDL_MEASURED)
+    with pytest.raises(ValueError, match="mode"):
+        launch.pdl_gap(fits, "m", 1e-6, "pdl")
 
 
 def test_decode_without_measurements_is_the_lecture_table() -> None:
@@ -340,3 +400,38 @@ def test_compare_judges_the_ladder_on_its_own_layer_and_argument_count(frame: pd
         assert slow.loc[short, "mark"] == "significant"
         assert judged_on in slow.loc[short, "judged_on"]
     assert slow.loc["node/arg", "mark"].startswith("not judged")
+
+
+def test_a_saved_launch_pdl_case_loads_and_is_fitted(tmp_path: Path) -> None:
+    """Through the loader, as a saved run carries it: ``pdl`` (true / false) reaches the frame, and the four
+    PDL slopes are fitted from it."""
+    import json
+
+    from analysis.load import load_runs
+    from benchmarks.records import SUITE
+    from tests.test_report import synthetic_gpu_run
+
+    doc = synthetic_gpu_run(seed=3)
+    template = doc["benchmarks"][0]
+    for mode, with_pdl, per_kernel_s in (
+        ("eager", True, 0.5e-6),
+        ("eager", False, 1.0e-6),
+        ("graph", True, 0.3e-6),
+        ("graph", False, 0.9e-6),
+    ):
+        for n in ENQUEUE_N:
+            extra = {"suite": SUITE, "device": "cuda", "case": "launch_pdl", "op": "pdl_kernel"}
+            extra |= {"mode": mode, "pdl": with_pdl, "n_kernels": n, "gpu_time_s": 3e-6 + n * per_kernel_s}
+            name = f"test_launch_pdl[{mode}-{with_pdl}-{n}]"
+            doc["benchmarks"].append(template | {"name": name, "fullname": name, "extra_info": extra})
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    fits = launch.fit_launch(load_runs([path], samples=True).frame)
+    machine_id = fits["machine_id"].iloc[0]
+    for quantity, expected in (
+        ("pdl_gap_s", 0.5e-6),
+        ("pdl_plain_gap_s", 1.0e-6),
+        ("pdl_graph_node_s", 0.3e-6),
+        ("pdl_plain_graph_node_s", 0.9e-6),
+    ):
+        assert launch.fitted(fits, machine_id, quantity) == pytest.approx(expected, rel=1e-6), quantity

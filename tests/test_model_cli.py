@@ -182,7 +182,7 @@ def test_sliding_window_in_the_output(capsys: pytest.CaptureFixture[str]) -> Non
 def test_gpu_without_the_dtype_says_the_bound_is_memory_only(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = _run(["--gpu", "T4", "--models", "Llama-3.2-1B"], capsys)
     assert code == 0
-    assert "T4 (datasheet): 320 GB/s memory bandwidth, no dense BF16 tensor rate, 16.0 GiB of memory" in out
+    assert "T4 (datasheet): 320 GB/s memory bandwidth, no dense BF16 tensor rate, 16.0 GB of memory" in out
     assert _line(out, "Llama-3.2-1B: reads").endswith("memory term only: T4 has no dense BF16 tensor rate")
     code, out, _ = _run(["--gpu", "T4", "--models", "Llama-3.2-1B", "--dtype", "fp16"], capsys)
     assert "65.0 TFLOP/s dense FP16 tensor peak" in out
@@ -199,12 +199,12 @@ def test_step_that_does_not_fit_is_flagged(argv: list[str], capsys: pytest.Captu
     assert code == 0
     model = argv[1]
     assert _line(out, "  WARNING does not fit:").startswith(f"  WARNING does not fit: {model} needs at least")
-    assert "more than the 80.0 GiB of one H100-SXM" in out
+    assert "more than the 80.0 GB of one H100-SXM" in out  # the datasheet's decimal GB
     assert {row["model"] for row in _table(out, "model ")} == {f"{model} (does not fit)"}
     code, out, _ = _run([*argv, "--json"], capsys)
     document = _strict_json(out)
     assert document["models"][0]["fits_memory"] is False
-    assert document["models"][0]["resident_bytes"] > document["config"]["gpu_mem_bytes"] == 80 * 2**30
+    assert document["models"][0]["resident_bytes"] > document["config"]["gpu_mem_bytes"] == 80 * 10**9
     assert len(document["warnings"]) == 1 and document["warnings"][0].startswith(f"does not fit: {model}")
 
 
@@ -320,3 +320,74 @@ def test_ascii_terminal_gets_ascii_spellings() -> None:
     assert help_result.returncode == 0 and b"launch in us" in help_result.stdout
     error = _module(["--gpu", "Ĥ100"], PYTHONIOENCODING="ascii")
     assert error.stderr.startswith(b"error: argument --gpu: unknown GPU '\\u0124100'; known GPUs: H100-SXM")
+
+
+def _hardware_table(out: str) -> list[dict[str, str]]:
+    """The rows of demo 2's table as the hardware works (the second table that starts with "model")."""
+    lines = out.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("Demo 2 as the hardware works"))
+    return _table("\n".join(lines[start:]), "model ")
+
+
+@pytest.mark.parametrize(
+    ("gpu", "t_gpu_8b", "t_gpu_1b"), [("H100", "4.52 ms", "748 µs"), ("H200", "3.16 ms", "522 µs")]
+)
+def test_demo2_as_the_hardware_works_has_g_and_a_pdl_row(
+    capsys: pytest.CaptureFixture[str], gpu: str, t_gpu_8b: str, t_gpu_1b: str
+) -> None:
+    """Beside the seed's table (g = 0), the same steps with the GPU's own gap g = 1.3 µs per kernel (Hazy
+    Research): eager max(t_gpu + n·g, n·t_launch) to t_gpu + n·(t_launch + g), a graph as a sum, and a graph
+    with PDL hiding half of g (the stated assumption)."""
+    code, out, _ = _run(["--gpu", gpu], capsys)
+    assert code == 0
+    assert _line(out, "Llama-3.2-1B: reads").endswith(f"-> GPU lower bound {t_gpu_1b} (memory-bound)")
+    assert "The seed's model (the GPU adds nothing between kernels, g = 0)" in out
+    rows = _hardware_table(out)
+    assert {row["g"] for row in rows} == {"1.30 µs"} and {row["g with PDL"] for row in rows} == {"650 ns"}
+    assert {row["model"] for row in rows} == {"Llama-3.1-8B", "Llama-3.2-1B"}
+    assert len(rows) == 2 * 3 * 3  # models × plans × launch costs
+    assert "PDL assumed to hide 50% of g" in out
+    if gpu == "H100":  # issue 18: with g the 1B step moves from 748 µs to 0.92–1.00 ms
+        fused = _row(rows, model="Llama-3.2-1B", plan="fused", **{"launch cost": "2.00 µs"})
+        unfused = _row(rows, model="Llama-3.2-1B", plan="unfused", **{"launch cost": "2.00 µs"})
+        assert fused["eager: overlapped–serial"].startswith("918 µs–")
+        assert unfused["eager: overlapped–serial"].startswith("1.00 ms–")
+        assert (fused["graph: step"], unfused["graph: step"]) == ("920 µs", "1.00 ms")
+        assert (fused["graph + PDL: step"], unfused["graph + PDL: step"]) == ("835 µs", "877 µs")
+        assert "748 µs becomes 918 µs–1.00 ms" in out
+
+
+def test_hardware_rows_in_json_follow_the_options(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["--json", "--models", "Llama-3.2-1B", "--launch-us", "8", "--gap-us", "2", "--pdl-hidden", "1"]
+    code, out, _ = _run(argv, capsys)
+    assert code == 0
+    document = _strict_json(out)
+    assert document["config"]["gap_s"] == pytest.approx(2e-6)
+    assert document["config"]["pdl_hidden_share"] == 1.0
+    rows = {row["plan"]: row for row in document["decode_hardware"]}
+    fused = rows["fused"]
+    t_gpu_s, n = fused["t_gpu_s"], 131
+    assert fused["eager_serial_s"] == pytest.approx(t_gpu_s + n * (8e-6 + 2e-6))
+    assert fused["eager_overlapped_s"] == pytest.approx(max(t_gpu_s + n * 2e-6, n * 8e-6))
+    assert fused["graph_s"] == pytest.approx(8e-6 + t_gpu_s + n * 2e-6)
+    assert fused["pdl_gap_s"] == 0.0 and fused["pdl_graph_s"] == pytest.approx(8e-6 + t_gpu_s)
+    # The seed's rows are unchanged by g.
+    assert {row["plan"]: row for row in document["decode"]}["fused"]["overlapped_s"] == pytest.approx(
+        1.048e-3
+    )
+
+
+@pytest.mark.parametrize(
+    ("argv", "option"),
+    [
+        (["--gap-us", "-1"], "--gap-us"),
+        (["--pdl-hidden", "1.5"], "--pdl-hidden"),
+        (["--pdl-hidden", "x"], "--pdl-hidden"),
+    ],
+)
+def test_bad_gap_or_pdl_share_is_one_error_line(
+    capsys: pytest.CaptureFixture[str], argv: list[str], option: str
+) -> None:
+    code, out, err = _run(argv, capsys)
+    assert (code, out) == (2, "")
+    assert len(err.splitlines()) == 1 and err.startswith(f"error: argument {option}:")

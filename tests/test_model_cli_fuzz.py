@@ -11,6 +11,9 @@ import contextlib
 import io
 import json
 
+import pytest
+
+pytest.importorskip("hypothesis", reason="needs hypothesis, of the dev extra: pip install -e '.[dev]'")
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -31,7 +34,10 @@ _NUMBER_TEXT = st.one_of(
 _NAME_TEXT = st.one_of(st.sampled_from([*GPUS, *MODELS, "h100", "T4"]), st.text(max_size=12))
 
 _OPTION = st.one_of(
-    st.tuples(st.sampled_from(["--ctx", "--batch"]), st.lists(_NUMBER_TEXT, min_size=1, max_size=1)),
+    st.tuples(
+        st.sampled_from(["--ctx", "--batch", "--gap-us", "--pdl-hidden"]),
+        st.lists(_NUMBER_TEXT, min_size=1, max_size=1),
+    ),
     st.tuples(st.sampled_from(["--launch-us", "--serial"]), st.lists(_NUMBER_TEXT, min_size=1, max_size=3)),
     st.tuples(st.just("--gpu"), st.lists(_NAME_TEXT, min_size=1, max_size=1)),
     st.tuples(st.just("--models"), st.lists(_NAME_TEXT, min_size=1, max_size=2)),

@@ -43,26 +43,29 @@ from model.hardware import (
 GIB = 2**30
 MIB = 2**20
 
-# (spec, bandwidth B/s, dense BF16, dense FP16, FP32 FLOP/s, SMs, FP32 lanes, memory GiB): the source values
-# the comments in model/hardware.py cite, copied here so that a change to the table is a deliberate one.
+GB = 10**9
+
+# (spec, bandwidth B/s, dense BF16, dense FP16, FP32 FLOP/s, SMs, FP32 lanes, memory B, L2 B): the source
+# values the comments in model/hardware.py cite, copied here so that a change to the table is a deliberate
+# one. Memory in the unit of its source (a datasheet's decimal GB, a device query's MiB); L2 as reported.
 SOURCE_FIGURES = [
-    (H100_SXM, 3.35e12, 989.4e12, 989.4e12, 66.9e12, 132, 16_896, 80),
-    (H100_PCIE, 2.0e12, 756e12, 756e12, 51.2e12, 114, 14_592, 80),
-    (H100_NVL, 3.9e12, 835.5e12, 835.5e12, 60e12, 132, 16_896, 94),
-    (H200_SXM, 4.8e12, 989.4e12, 989.4e12, 66.9e12, 132, 16_896, 141),
-    (H200_NVL, 4.8e12, 835.5e12, 835.5e12, 60e12, 132, 16_896, 141),
-    (GH200_96GB, 4.0e12, 989.4e12, 989.4e12, 66.9e12, 132, 16_896, 96),
-    (GH200_144GB, 4.9e12, 989.4e12, 989.4e12, 66.9e12, 132, 16_896, 144),
-    (A100_SXM_80GB, 2.039e12, 312e12, 312e12, 19.5e12, 108, 6_912, 80),
-    (A100_PCIE_80GB, 1.935e12, 312e12, 312e12, 19.5e12, 108, 6_912, 80),
-    (A100_40GB, 1.555e12, 312e12, 312e12, 19.5e12, 108, 6_912, 40),
-    (A10, 600e9, 125e12, 125e12, 31.2e12, 72, 9_216, 24),
-    (L40S, 864e9, 362.05e12, 362.05e12, 91.6e12, 142, 18_176, 48),
-    (RTX_6000_ADA, 960e9, 364.25e12, 364.25e12, 91.1e12, 142, 18_176, 48),
-    (RTX_4090, 1.008e12, 165.2e12, 165.2e12, 82.6e12, 128, 16_384, 24),
-    (L4, 300e9, 121e12, 121e12, 30.3e12, 58, 7_424, 24),
-    (T4, 320e9, None, 65e12, 8.1e12, 40, 2_560, 16),
-    (B200, 7.7e12, 2.25e15, 2.25e15, 75e12, 148, 18_944, 180),
+    (H100_SXM, 3.35e12, 989.4e12, 989.4e12, 66.9e12, 132, 16_896, 80 * GB, 50 * MIB),
+    (H100_PCIE, 2.0e12, 756e12, 756e12, 51.2e12, 114, 14_592, 80 * GB, 50 * MIB),
+    (H100_NVL, 3.9e12, 835.5e12, 835.5e12, 60e12, 132, 16_896, 94 * GB, 62_914_560),
+    (H200_SXM, 4.8e12, 989.4e12, 989.4e12, 66.9e12, 132, 16_896, 141 * GB, 62_914_560),
+    (H200_NVL, 4.8e12, 835.5e12, 835.5e12, 60e12, 132, 16_896, 141 * GB, 62_914_560),
+    (GH200_96GB, 4.0e12, 989.4e12, 989.4e12, 66.9e12, 132, 16_896, 96 * GB, 62_914_560),
+    (GH200_144GB, 4.9e12, 989.4e12, 989.4e12, 66.9e12, 132, 16_896, 144 * GB, 62_914_560),
+    (A100_SXM_80GB, 2.039e12, 312e12, 312e12, 19.5e12, 108, 6_912, 80 * GB, 40 * MIB),
+    (A100_PCIE_80GB, 1.935e12, 312e12, 312e12, 19.5e12, 108, 6_912, 80 * GB, 40 * MIB),
+    (A100_40GB, 1.555e12, 312e12, 312e12, 19.5e12, 108, 6_912, 40 * GB, 40 * MIB),
+    (A10, 600e9, 125e12, 125e12, 31.2e12, 72, 9_216, 24 * GB, 6 * MIB),
+    (L40S, 864e9, 362.05e12, 362.05e12, 91.6e12, 142, 18_176, 48 * GB, 96 * MIB),
+    (RTX_6000_ADA, 960e9, 364.25e12, 364.25e12, 91.1e12, 142, 18_176, 48 * GB, 96 * MIB),
+    (RTX_4090, 1.008e12, 165.2e12, 165.2e12, 82.6e12, 128, 16_384, 24 * GB, 72 * MIB),
+    (L4, 300e9, 121e12, 121e12, 30.3e12, 58, 7_424, 24 * GB, 48 * MIB),
+    (T4, 320e9, None, 65e12, 8.1e12, 40, 2_560, 16 * GB, 4 * MIB),
+    (B200, 7.7e12, 2.25e15, 2.25e15, 75e12, 148, 18_944, 182_631 * MIB, 126 * MIB + 512 * 2**10),
 ]
 
 
@@ -72,13 +75,14 @@ def test_every_table_gpu_has_its_figures_pinned() -> None:
 
 @pytest.mark.parametrize("row", SOURCE_FIGURES, ids=lambda row: row[0].name)
 def test_figures_equal_their_sources(row: tuple) -> None:
-    spec, bandwidth, bf16, fp16, fp32, sms, lanes, mem_gib = row
+    spec, bandwidth, bf16, fp16, fp32, sms, lanes, mem_bytes, l2_bytes = row
     assert spec.mem_bytes_per_s == bandwidth
     assert spec.bf16_flops_per_s == bf16
     assert spec.fp16_flops_per_s == fp16
     assert spec.fp32_flops_per_s == fp32
     assert (spec.sm_count, spec.fp32_lanes) == (sms, lanes)
-    assert spec.mem_bytes == mem_gib * GIB  # the vendor's GB of DRAM are binary
+    assert spec.mem_bytes == mem_bytes  # in its source's unit: no datasheet GB read as GiB
+    assert spec.l2_bytes == l2_bytes
     assert spec.source == SOURCE_DATASHEET
 
 
@@ -94,7 +98,7 @@ def test_b200_at_the_current_hgx_figures_not_the_early_datasheet() -> None:
         sm_count=148,
         sm_clock_rate_hz=1.98e9,
         compute_capability="10.0",
-        memory_bytes=180 * GIB,
+        memory_bytes=182_631 * MIB,
     )
     assert derived.mem_bytes_per_s == pytest.approx(B200.mem_bytes_per_s, rel=0.005)
 
@@ -102,6 +106,23 @@ def test_b200_at_the_current_hgx_figures_not_the_early_datasheet() -> None:
 def test_h100_sxm_cache_and_aliases() -> None:
     assert H100 is H100_SXM
     assert H100.l2_bytes == 50 * MIB
+
+
+@pytest.mark.parametrize("spec", [H100_NVL, H200_SXM, H200_NVL, GH200_96GB, GH200_144GB])
+def test_the_larger_gh100_parts_have_60_mib_of_l2(spec: GPUSpec) -> None:
+    """Their devices report cudaDevAttrL2CacheSize = 62,914,560 B, not the H100 SXM's 50 MiB (issue 18)."""
+    assert spec.l2_bytes == 62_914_560 == 60 * MIB
+
+
+@pytest.mark.parametrize("spec", [spec for spec in GPUS.values() if spec is not B200], ids=lambda s: s.name)
+def test_datasheet_capacities_are_decimal_gigabytes(spec: GPUSpec) -> None:
+    """Every datasheet capacity is a whole number of decimal GB; stored as GiB it would be 7.4 % larger."""
+    assert spec.mem_bytes % GB == 0
+
+
+def test_b200_memory_is_the_devices_own_figure() -> None:
+    assert B200.mem_bytes == 182_631 * MIB  # not 180 × 2**30 (184,320 MiB, 0.9 % more)
+    assert resolve_gpu_spec("NVIDIA B200 MIG 3g.90gb").spec.mem_bytes == B200.mem_bytes // 2
 
 
 def test_h200_is_h100_compute_with_more_bandwidth() -> None:
@@ -184,7 +205,7 @@ def test_mig_slice_never_gets_the_whole_gpu() -> None:
     assert slice_spec.source == SOURCE_MIG
     assert slice_spec.name == "H100-SXM MIG 1g.10gb"
     assert slice_spec.mem_bytes_per_s == H100_SXM.mem_bytes_per_s / 8  # 1 of 8 memory slices
-    assert slice_spec.mem_bytes == 10 * GIB
+    assert slice_spec.mem_bytes == 10 * GB  # 1/8 of the datasheet's 80 GB
     assert slice_spec.sm_count == 132 // 7  # 1 of 7 SM slices, estimated
     assert slice_spec.fp32_lanes == 128 * slice_spec.sm_count
     assert slice_spec.bf16_flops_per_s == pytest.approx(H100_SXM.bf16_flops_per_s * 18 / 132)

@@ -161,6 +161,10 @@ FIGURES_XEON_VS_EPYC = {
     "copy bandwidth": (1.446956580131325, 0.021133928129161116),
     "triad bandwidth": (2.537042782891451, 0.0001826717911095504),
     "read bandwidth": (None, None),
+    "many vs one, 1,024 pieces (views)": (0.6762031684955004, 2.990103437670001e-44),
+    "many vs one, 1,024 pieces (slices)": (0.7781225344736322, 1.4505892778589436e-23),
+    "decode step, CPU fused": (0.7017004061755061, 4.697784903459565e-22),
+    "decode step, CPU unfused": (0.5047587419280304, 4.3383680275831155e-20),
 }
 
 #: ``point_table`` of the same pair (all on the CPU; decode steps at batch 1, ctx 1024): the EPYC's point ->

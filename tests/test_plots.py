@@ -31,7 +31,7 @@ from analysis.launch import fitted
 from analysis.load import load_runs
 from analysis.output import MANIFEST_NAME
 from analysis.runs import select_runs
-from model.units import fmt_count, fmt_time
+from model.units import fmt_count, fmt_signed_percent, fmt_time
 from tests.test_decode_analysis import _host_fits, _launch_fits, _steps
 from tests.test_plots_collisions import DATA, REAL_RUN, _fanout, synthetic_everything_run
 
@@ -227,9 +227,13 @@ def test_many_vs_one_title_is_computed_from_the_points(real) -> None:
     slowdown = most["slices"] / most["views"]
     title = figures["many_vs_one"].get_suptitle().replace("\n", " ")
     assert f"{slowdown.min():.2g}–{slowdown.max():.2g}×" in title
-    views = rows[rows["variant"] == "views"]
-    ratio = views["measured_s"] / views["predicted_s"]
-    assert f"views measure {ratio.min():.2g}–{ratio.max():.2g}× the prediction" in title
+    views = rows.loc[
+        rows["variant"] == "views", "rel_error"
+    ]  # as the tables: (predicted − measured) / measured
+    assert (
+        f"prediction error of views {fmt_signed_percent(views.min())} … {fmt_signed_percent(views.max())}"
+        in title
+    )
 
 
 # --- decode bands -------------------------------------------------------------------------------------------
@@ -266,7 +270,10 @@ def test_decode_bands_title_counts_where_the_steps_fall_and_changes_with_them() 
         inside["overlapped_s"].iloc[0] + inside["serial_s"].iloc[0]
     ) / 2
     inside.loc[inside.index[0], "within_bounds"] = True
-    assert "1 inside the band" in decode_bands(inside).get_suptitle().replace("\n", " ")
+    gpu_inside = int(inside[inside["device"] == "cuda"]["within_bounds"].astype(bool).sum())
+    assert f"{gpu_inside} of 2 decode steps inside the band" in decode_bands(inside).get_suptitle().replace(
+        "\n", " "
+    )
     labels = [text for ax in figure.axes for text in _tick_texts(ax.yaxis)]
     for row in table.itertuples(index=False):  # one labelled row per step, with where it falls
         name = f"{row.config} {row.plan} {row.mode if isinstance(row.mode, str) else ''}".strip()
@@ -384,12 +391,16 @@ def test_report_and_plot_write_the_same_figures_in_the_same_place(tmp_path: Path
     for path in report_files:
         if path.suffix == ".png":  # the report links every figure it wrote
             assert f"]({path.as_posix()})" in text, path
-    assert main(["plot", str(REAL_RUN), "--out", str(out)]) == 0
+    capsys.readouterr()
+    assert main(["plot", str(REAL_RUN), "--out", str(out)]) == 1  # the report's figures stay its own
+    assert "holds a report" in capsys.readouterr().err
+    plotted = tmp_path / "plotted"
+    assert main(["plot", str(REAL_RUN), "--out", str(plotted)]) == 0
     printed = [Path(line) for line in capsys.readouterr().out.splitlines() if line.endswith((".png", ".svg"))]
-    assert sorted(path.relative_to(out) for path in printed) == [
+    assert sorted(path.relative_to(plotted) for path in printed) == [
         p for p in report_files if p.name != "report.md"
-    ]  # the same files, which plot replaced as the figures' one owner (no --force needed)
-    assert {path.parent for path in printed} == {out / FIGURES_DIR}
+    ]  # the same files, in the same place of their folder
+    assert {path.parent for path in printed} == {plotted / FIGURES_DIR}
     after = sorted(
         path.relative_to(out) for path in out.rglob("*") if path.is_file() and path.name != MANIFEST_NAME
     )

@@ -14,6 +14,8 @@ from benchmarks import provenance
 
 KEYS = {
     "machine_id",
+    "machine_name",
+    "machine_fingerprint",
     "host",
     "platform",
     "system",
@@ -27,6 +29,7 @@ KEYS = {
     "numpy",
     "blas",
     "env",
+    "frameworks",
     "gpu",
 }
 
@@ -34,6 +37,18 @@ KEYS = {
 @pytest.fixture
 def no_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(provenance.cuda, "gpu_info", lambda: None)
+
+
+@pytest.fixture(autouse=True)
+def no_machine_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No test reads the machine name of the shell that runs it."""
+    monkeypatch.delenv(provenance.MACHINE_NAME_VARIABLE, raising=False)
+
+
+def _who(info: dict) -> str:
+    """The first part of ``machine_id`` as provenance composes it: "host#fingerprint", or the host alone."""
+    fingerprint = info["machine_fingerprint"]
+    return f"{info['host']}#{fingerprint}" if fingerprint else info["host"]
 
 
 def _fake_cpu0(root: Path, caches: list[tuple[str, str, str, str]], governor: str | None) -> Path:
@@ -63,19 +78,22 @@ def test_machine_id_is_host_os_cpu_and_gpu(monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setattr(provenance.cuda, "gpu_info", lambda: None)
     info = provenance.collect_machine_info()
     assert info["system"] == platform.system()
-    assert info["machine_id"] == f"{info['host']} / {platform.system()} / {info['cpu_model']} / no GPU"
+    assert info["machine_id"] == f"{_who(info)} / {platform.system()} / {info['cpu_model']} / no GPU"
     monkeypatch.setattr(provenance.cuda, "gpu_info", lambda: {"name": "NVIDIA H200", "sm_count": 132})
     info = provenance.collect_machine_info()
-    assert info["machine_id"] == f"{info['host']} / {platform.system()} / {info['cpu_model']} / NVIDIA H200"
+    assert info["machine_id"] == f"{_who(info)} / {platform.system()} / {info['cpu_model']} / NVIDIA H200"
     assert info["gpu"]["sm_count"] == 132
 
 
 def test_machine_id_matches_loads_composition(no_gpu: None) -> None:
     """``analysis.load`` composes the same id from the saved facts, and from pytest-benchmark's own fields
     for a run saved without ``machine_info["launchbench"]``."""
-    info = provenance.collect_machine_info()
+    current = provenance.collect_machine_info()
+    info = {**current, "machine_fingerprint": None}
+    info["machine_id"] = provenance.machine_id(info["host"], info["system"], info["cpu_model"], "no GPU")
     fallback = {"node": info["host"], "system": platform.system(), "cpu": {"brand_raw": info["cpu_model"]}}
     assert machine_identity(fallback)["machine_id"] == info["machine_id"]
+    assert machine_identity({"launchbench": current})["machine_id"] == current["machine_id"]
     assert machine_identity({"launchbench": info})["machine_id"] == info["machine_id"]
     assert machine_identity({"launchbench": info})["llc_bytes"] == info["llc_bytes"]
 
@@ -196,3 +214,77 @@ def test_blas_is_threadpoolctls_view() -> None:
     provenance.collect_numpy(info)
     assert isinstance(info["blas"], list)
     assert all("internal_api" in library and "num_threads" in library for library in info["blas"])
+
+
+# --- machines told apart: a name the user gives, else host + a fingerprint of the installation -------------
+
+
+def _machine_id_file(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, text: str | None) -> None:
+    """Make ``text`` this installation's /etc/machine-id (None: the installation keeps none)."""
+    path = tmp_path / f"machine-id-{abs(hash(text))}"
+    if text is not None:
+        path.write_text(text + "\n")
+    monkeypatch.setattr(provenance, "MACHINE_ID_FILES", (path,))
+    monkeypatch.setattr(provenance.sys, "platform", "linux")
+
+
+def test_two_vms_that_share_a_host_name_are_two_machines(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, no_gpu: None
+) -> None:
+    monkeypatch.setattr(provenance.platform, "node", lambda: "vm")
+    ids = []
+    for machine in ("3d1219c7c4c5404aaa1f6d2a48adfda4", "9f0c2b7e5a6d4e1f8a3b2c1d0e9f8a7b"):
+        _machine_id_file(monkeypatch, tmp_path, machine)
+        info = provenance.collect_machine_info()
+        assert info["machine_fingerprint"] == provenance.installation_fingerprint()
+        assert len(info["machine_fingerprint"]) == provenance.FINGERPRINT_CHARS
+        assert machine not in json.dumps(info)  # the installation's id is never saved as it is
+        assert info["machine_id"].startswith(f"vm#{info['machine_fingerprint']} / ")
+        assert machine_identity({"launchbench": info})["machine_id"] == info["machine_id"]
+        assert provenance.collect_machine_info()["machine_id"] == info["machine_id"]  # stable
+        ids.append(info["machine_id"])
+    assert ids[0] != ids[1]
+
+
+def test_without_an_installation_id_the_host_alone_names_the_machine(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, no_gpu: None
+) -> None:
+    _machine_id_file(monkeypatch, tmp_path, None)
+    info = provenance.collect_machine_info()
+    assert info["machine_fingerprint"] is None
+    assert info["machine_id"] == f"{info['host']} / {platform.system()} / {info['cpu_model']} / no GPU"
+
+
+def test_a_name_the_user_gives_names_the_machine(monkeypatch: pytest.MonkeyPatch, no_gpu: None) -> None:
+    """``--machine`` wins over ``LAUNCHBENCH_MACHINE``, which wins over host + fingerprint; blank is unset."""
+    cpu = provenance.collect_machine_info()["cpu_model"]
+    monkeypatch.setenv(provenance.MACHINE_NAME_VARIABLE, "  lab-epyc-2  ")
+    info = provenance.collect_machine_info()
+    assert info["machine_name"] == "lab-epyc-2"
+    assert info["machine_id"] == f"lab-epyc-2 / {platform.system()} / {cpu} / no GPU"
+    assert machine_identity({"launchbench": info})["machine_id"] == info["machine_id"]
+    assert provenance.collect_machine_info(machine_name="rack-7")["machine_id"].startswith("rack-7 / ")
+    monkeypatch.setenv(provenance.MACHINE_NAME_VARIABLE, " ")
+    assert provenance.collect_machine_info()["machine_name"] is None
+
+
+def test_runs_saved_before_keep_their_ids() -> None:
+    """The committed runs, saved before names and fingerprints existed, load with the ids they always had."""
+    data = Path(__file__).parent / "data"
+    for path in sorted(data.glob("*.json")):
+        ours = json.loads(path.read_text(encoding="utf-8"))["machine_info"]
+        if "machine_fingerprint" in ours.get("launchbench", {}) or "machine_name" in ours.get(
+            "launchbench", {}
+        ):
+            continue  # saved with today's provenance
+        identity = machine_identity(ours)
+        assert identity["machine_id"] == " / ".join(
+            part
+            for part in (
+                identity["host"],
+                identity["system"],
+                identity["cpu_model"],
+                identity["gpu_name"] or "no GPU",
+            )
+            if part
+        ), path.name

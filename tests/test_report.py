@@ -19,7 +19,7 @@ from analysis.host import BASIS_LAW, BASIS_WHOLE
 from analysis.load import SUITE, load_runs
 from analysis.report import write_report
 from analysis.runs import select_runs
-from model.launch import compose
+from model.launch import DEFAULT_GAP_S, compose
 from model.laws import fixed_overhead_time
 from model.units import fmt_time
 
@@ -183,13 +183,15 @@ def test_gpu_sections_of_a_synthetic_run_hold_the_models_values(tmp_path: Path) 
     assert value["graph_node_s"] == pytest.approx(GRAPH_NODE_S, rel=0.02)
     assert value["knee_s"] == pytest.approx(LAUNCH_S - SPIN_GAP_S, rel=0.05)
     for row in fits.spin.itertuples(index=False):
-        expected = compose(row.n_kernels * row.kernel_ns * 1e-9, row.n_kernels, value["launch_s"])
+        gap_s = value.get("gpu_gap_s", DEFAULT_GAP_S)  # the GPU's gap per kernel: the run's, or the default
+        expected = compose(row.n_kernels * row.kernel_ns * 1e-9, row.n_kernels, value["launch_s"], gap_s)
         assert row.serial_s == pytest.approx(expected.serial_s + value["sync_round_trip_s"])
         assert row.overlapped_s == pytest.approx(expected.overlapped_s + value["sync_round_trip_s"])
     measured = fits.decode_demo[fits.decode_demo["launch"] == "measured eager"]
+    gap_s = value.get("gpu_gap_s", DEFAULT_GAP_S)
     assert not measured.empty
     for row in measured.itertuples(index=False):
-        expected = compose(row.t_gpu_s, row.n_kernels, value["launch_s"])
+        expected = compose(row.t_gpu_s, row.n_kernels, value["launch_s"], gap_s)
         assert row.serial_s == pytest.approx(expected.serial_s)
         assert f"| {fmt_time(row.serial_s)} | {fmt_time(row.overlapped_s)} |" in text
 
@@ -232,7 +234,8 @@ def test_report_without_raw_samples_says_it_could_not_judge(tmp_path: Path) -> N
     assert frame["data"].isna().all()
     from analysis.compare import MARK_NO_DATA, figure_table
 
-    table = figure_table(frame, fit_all(frame), baseline=None)
+    base = str(frame.loc[~frame["machine_id"].str.startswith("other-box /"), "machine_id"].iloc[0])
+    table = figure_table(frame, fit_all(frame), baseline=base)
     other = table["machine_id"].str.startswith("other-box /")
     judged = table[other & (table["judged_on"] != "")]
     assert not judged.empty
@@ -240,7 +243,7 @@ def test_report_without_raw_samples_says_it_could_not_judge(tmp_path: Path) -> N
     assert table["p_value"].isna().all()
     assert not math.isnan(table.loc[other, "ratio"].iloc[0])
     # The report says so on the row of every figure the test would have judged, with its ratio and no p.
-    text = write_report(select_runs(loaded), tmp_path / "out", baseline=None).path.read_text(encoding="utf-8")
+    text = write_report(select_runs(loaded), tmp_path / "out", baseline=base).path.read_text(encoding="utf-8")
     for row in judged.itertuples(index=False):
         (line,) = [line for line in text.splitlines() if line.startswith(f"| {row.figure} ({row.unit}) |")]
         assert line.endswith(f" ×{row.ratio:#.3g} ? |")

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from analysis.load import load_runs
-from analysis.runs import select_runs
+from analysis.runs import QUICK_MARK, select_runs
 from benchmarks import outputs, run_record
 from benchmarks.run_record import RUN_RECORD_KEY, RunRecord, between, cpu_frequencies_hz, cpu_ticks
 
@@ -192,15 +192,14 @@ def test_a_run_saved_twice_counts_once_and_quick_runs_stay_out(
     (autosaved,) = (cwd / ".benchmarks").glob("*/0001_*.json")
     result = load_runs([autosaved, cwd / "first.json"], samples=True)
     selection = select_runs(result)
-    assert selection.result.runs.empty  # a quick run, left out by default
+    # The machine's only (quick) run is used, its id marked quick; a full run of it would win.
+    assert list(selection.result.runs["source"]) == [str(cwd / "first.json")]
+    assert selection.result.runs["machine_id"][0].endswith(QUICK_MARK)
     duplicate = (
         f"{autosaved}: left out: the same measurements as {cwd / 'first.json'} (a copy or a second save of "
         "one run): counted once"
     )
-    quick = f"{cwd / 'first.json'}: left out: a quick run (--quick; run record)"
-    assert len(selection.left_out) == 2
-    assert selection.left_out[0] == duplicate  # the copy with raw samples is the one kept
-    assert selection.left_out[1].startswith(quick)
+    assert selection.left_out == (duplicate,)  # the copy with raw samples is the one kept
     selection = select_runs(result, include_quick=True)
     assert list(selection.result.runs["source"]) == [str(cwd / "first.json")]
     assert selection.left_out == (duplicate,)

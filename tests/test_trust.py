@@ -21,11 +21,12 @@ import pytest
 from analysis.__main__ import main
 from analysis.compare import Group, figure_table, group_code
 from analysis.fits import fit_all
-from analysis.host import fit_host, summary_section
+from analysis.host import fit_host
 from analysis.intervals import positive_interval
 from analysis.load import RUN_RECORD_KEY, SUITE, load_doc, load_runs
 from analysis.render import figure_lines
 from analysis.runs import select_runs, selection_lines
+from analysis.summary import host_section as summary_section
 from analysis.summary import summary_lines
 from analysis.trust import IQR_OVER_MEDIAN_LIMIT, MEDIAN_OVER_MIN_LIMIT, stability, unstable_line, verdict
 from model.units import fmt_time
@@ -191,7 +192,7 @@ def test_compare_of_tests_data_names_the_runs_it_used_and_left_out(
     assert out[0] == f"Runs used: 2 (2 machines): {EPYC_FULL}, {XEON_FULL}"
     assert out[1] == (
         f"{XEON_QUICK}: left out: a quick run (--quick; no run record: ufunc_size/many_vs_one max_time "
-        "0.1 s): fewer sizes and rounds than a full run; --include-quick pools it"
+        "0.1 s) of a machine with full runs: fewer sizes and rounds than a full run; --include-quick pools it"
     )
     assert out[2].startswith("2 run(s) saved without a run record")
     assert main(["compare", str(DATA), "--no-samples", "--include-quick"]) == 0
@@ -313,10 +314,16 @@ def test_a_selection_is_pooled_and_says_which_families_it_lacks(tmp_path: Path) 
     assert selection_lines(selection)[0].startswith("Runs used: 2 (1 machine)")
 
 
-def test_every_run_left_out_is_one_error_naming_the_flags(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["compare", str(XEON_QUICK), "--no-samples"]) == 1
+def test_every_run_left_out_is_one_error_naming_the_flags(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    partial = write(
+        tmp_path / "partial.json",
+        with_record(real(XEON_FULL), status="interrupted", cases={"measured": 38, "planned": 52}),
+    )
+    assert main(["compare", str(partial), "--no-samples"]) == 1
     err = capsys.readouterr().err.splitlines()
-    assert err[0].startswith(f"python -m analysis: {XEON_QUICK}: left out: a quick run")
+    assert err[0].startswith(f"python -m analysis: {partial}: left out: a partial run")
     assert err[1] == (
         "python -m analysis: error: every run was left out (1, each named above); --include-quick and "
         "--include-partial pool quick and partial runs"

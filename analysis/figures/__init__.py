@@ -1,6 +1,7 @@
 """Figures of saved runs: one set, drawn by ``build_figures`` and written by ``write_figures`` into
 ``OUT/figures/`` for both ``python -m analysis report`` (which links them from ``OUT/report.md``) and
-``python -m analysis plot`` (the same files without the Markdown).
+``python -m analysis plot`` (the same files without the Markdown, grouped by machine, run or fact as
+``compare`` groups; plot refuses a folder that holds a report, whose report.md links its own figures).
 
 - ``cpu``: time per numpy call against size with the fitted law; many small calls against one big; the fixed
   cost of each numpy op of the decode step beside t0.
@@ -9,6 +10,8 @@
 - ``decode``: every measured decode step against its predicted band (on the GPU also the calibrated
   roofline's).
 - ``machines``: each machine's fitted figures against the baseline's.
+- ``ladder``: the dispatch ladder across frameworks (``analysis.frameworks``): t0 per caller on the CPU, the
+  cost per launch per framework layer on the GPU.
 
 ``style`` holds what they share (palette, markers, panels, ticks, titles and captions; its docstring says
 why). A figure whose cases are absent is not drawn.
@@ -22,7 +25,7 @@ from pathlib import Path
 import pandas as pd
 from matplotlib.figure import Figure
 
-from analysis.figures import cpu, decode, gpu, machines
+from analysis.figures import cpu, decode, gpu, ladder, machines
 from analysis.figures.style import save
 from analysis.fits import Fits
 from analysis.output import FIGURE_FORMATS as FORMATS
@@ -48,6 +51,7 @@ def build_figures(frame: pd.DataFrame, fits: Fits, table: pd.DataFrame) -> dict[
         "decode_step": lambda: gpu.decode_demo(fits.decode_demo),
         "decode_bands": lambda: decode.decode_bands(fits.decode_steps),
         "machines": lambda: machines.machines(table),
+        "ladder": lambda: ladder.ladder(frame),
     }
     built = {stem: build() for stem, build in builders.items()}
     return {stem: figure for stem, figure in built.items() if figure is not None}

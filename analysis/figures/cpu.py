@@ -31,7 +31,7 @@ from analysis.figures.style import (
 )
 from analysis.host import per_numpy_call
 from model.laws import fixed_overhead_time
-from model.units import fmt_count, fmt_si, fmt_time
+from model.units import fmt_count, fmt_si, fmt_signed_percent, fmt_time
 
 #: Panel heights (inches): one panel for all machines, or one per machine.
 _SHARED_IN, _PANEL_IN = 4.2, 2.3
@@ -77,12 +77,12 @@ def time_vs_size(frame: pd.DataFrame, host: pd.DataFrame) -> Figure | None:
     per_call = per_numpy_call(sizes)[0]
     figure, axes = _layout(machines, _SHARED_IN, _PANEL_IN)
     medians = {m: per_call[rows.index].groupby(rows["n"]).median() for m, rows in sizes.groupby("machine_id")}
-    # The DRAM lines run to 1.4 × the largest DRAM size: their ends are part of the time axis.
-    dram_ends = [
-        fit["t0_s"] + 1.4 * max(fit["dram_sizes"]) * fit["dram_s_per_element"]
-        for machine in machines.ids
-        if (fit := _fit_of(host, machine)) is not None and fit["dram_points"]
+    # The DRAM lines run to 1.4 × the largest DRAM size: their ends are part of both axes (never cut).
+    dram_fits = [
+        fit for machine in machines.ids if (fit := _fit_of(host, machine)) is not None and fit["dram_points"]
     ]
+    dram_ends = [fit["t0_s"] + 1.4 * max(fit["dram_sizes"]) * fit["dram_s_per_element"] for fit in dram_fits]
+    dram_sizes = [1.4 * max(fit["dram_sizes"]) for fit in dram_fits]
     x_values = sizes["n"].to_numpy(dtype=float)
     panel_in = _SHARED_IN if not machines.panels else _PANEL_IN
     limits = None
@@ -103,7 +103,9 @@ def time_vs_size(frame: pd.DataFrame, host: pd.DataFrame) -> Figure | None:
             marked=[fit["t0_s"]] if alone and fit is not None else (),
             limits=limits,
         )
-        log_axis(ax, "x", x_values, count_tick, "elements per call, n", max_ticks(3.5, 2.2))
+        log_axis(
+            ax, "x", x_values, count_tick, "elements per call, n", max_ticks(3.5, 2.2), include=dram_sizes
+        )
         if machines.panels:
             for other, curve in medians.items():
                 if other != machine:
@@ -286,7 +288,8 @@ def many_vs_one(predictions: pd.DataFrame) -> Figure | None:
     caption = (
         "262,144 float32 elements added in 1 … 1,024 calls per timed call; each point the fastest round "
         "(median over runs). Prediction: one call on all N elements (measured by the size sweep) plus t0 for "
-        "each extra call; where N was not measured, pieces × (t0 + n/r∞). " + machines.caption()
+        "each extra call; where N was not measured, pieces × (t0 + n/r∞). Error = (predicted − measured) / "
+        "measured. " + machines.caption()
     )
     return finish(figure, _many_title(predictions, machines), caption)
 
@@ -304,13 +307,20 @@ def _many_title(predictions: pd.DataFrame, machines: Machines) -> str:
             parts.append(
                 f"at {fmt_count(most)} pieces slicing in the loop takes {_span(slowdown)} the time of views"
             )
-    ratio = predictions["measured_s"] / predictions["predicted_s"]
+    # The error as the summary's and the report's tables give it: (predicted − measured) / measured.
+    error = predictions["rel_error"]
     for variant in _VARIANTS:
-        mine = ratio[predictions["variant"] == variant].dropna()
+        mine = error[predictions["variant"] == variant].dropna()
         if not mine.empty:
-            parts.append(f"{variant} measure {_span(mine)} the prediction")
+            parts.append(f"prediction error of {variant} {_error_span(mine)}")
     text = "; ".join(parts) if parts else "measured against t(N) + (pieces − 1)·t0"
     return f"Many small calls vs one big: {text}"
+
+
+def _error_span(errors: pd.Series) -> str:
+    """The range of relative errors (fractions) as signed percentages: "−21% … +23%", or one value."""
+    low, high = fmt_signed_percent(float(errors.min())), fmt_signed_percent(float(errors.max()))
+    return low if low == high else f"{low} … {high}"
 
 
 def _span(values: pd.Series) -> str:

@@ -1,10 +1,12 @@
-"""``decode_bands``: every measured decode step against its predicted band (``analysis.decode.decode_table``).
+"""``decode_bands``: every measured decode step against its prediction (``analysis.decode.decode_table``).
 
-The x axis is each time divided by the step's overlapped (lower) bound, on a log scale: the band then starts
-at 1 and is as wide as serial ÷ overlapped, so a band 0.4 % wide stays visible (its edges are drawn as
-lines), a step 30× outside it stays on the axis, and steps of different sizes share one axis. Right of each
-row: where the measurement falls and the band's relative width. On the GPU a second, hatched band is the
-calibrated roofline's (the bandwidth the run's largest matrix-vector product achieved).
+The x axis is each time divided by the step's lower bound, on a log scale, so steps of different sizes share
+one axis and a step 30× off stays on it. GPU: the band from the overlapped (lower) bound to the serial one
+(its edges drawn as lines, so a band 0.4 % wide stays visible); a second, hatched band is the calibrated
+roofline's, an estimate (the bandwidth the run's largest matrix-vector product achieved). CPU: the lower
+bound (the step's own probe, measured in the same rounds, plus the overhead floor outside the probe's calls)
+at 1, and the per-op model with its 95 % interval. A CPU step measured below its lower bound is a defect of
+the bound: it is not drawn as a result; the title names it. Right of each row: where the measurement falls.
 """
 
 from __future__ import annotations
@@ -41,7 +43,10 @@ def decode_bands(steps: pd.DataFrame) -> Figure | None:
     """One row per measured step (machine, model, plan, mode) with a prediction, one panel per device."""
     if steps.empty:
         return None
-    steps = steps.dropna(subset=["overlapped_s", "serial_s"])
+    gpu = (steps["device"] == "cuda") & steps["overlapped_s"].notna() & steps["serial_s"].notna()
+    cpu = (steps["device"] == "cpu") & steps["bound_s"].notna() & ~steps["bound_defect"].eq(True)
+    defects = steps[(steps["device"] == "cpu") & steps["bound_defect"].eq(True)]
+    steps = steps[gpu | cpu]
     if steps.empty:
         return None
     devices = [device for device in _DEVICES if (steps["device"] == device).any()]
@@ -60,16 +65,20 @@ def decode_bands(steps: pd.DataFrame) -> Figure | None:
         ax.set_yticks(np.arange(len(rows)), names, fontsize=TICK_PT)
         ax.set_ylim(len(rows) - 0.5, -0.5)
         statistic = " / ".join(dict.fromkeys(str(s) for s in rows["statistic"]))
-        ratio_axis(ax, ratios, f"time ÷ the step's overlapped bound (measured: {_statistic(statistic)})")
+        bound = "overlapped bound" if device == "cuda" else "lower bound"
+        ratio_axis(ax, ratios, f"time ÷ the step's {bound} (measured: {_statistic(statistic)})")
         ax.set_title(_DEVICES[device], fontsize=SMALL_PT)
     side_legend(figure, *_legend(steps, machines))
-    return finish(figure, _title(steps, devices), _caption(steps, machines))
+    return finish(figure, _title(steps, devices, len(defects)), _caption(steps, machines))
 
 
 def _draw_rows(ax, rows: pd.DataFrame, machines: Machines) -> np.ndarray:
-    """Draw each row's bands and measurements at x = time ÷ its overlapped bound; return every x drawn."""
+    """Draw each row's prediction and measurements at x = time ÷ its lower bound; return every x drawn."""
     drawn = []
     for y, row in enumerate(rows.itertuples(index=False)):
+        if row.device == "cpu":
+            drawn += _draw_cpu_row(ax, y, row, machines)
+            continue
         lower = row.overlapped_s
         top = row.serial_s / lower
         ax.barh(y, top - 1, left=1, height=0.56, color=_BAND, alpha=0.45, linewidth=0, zorder=1)
@@ -95,10 +104,24 @@ def _draw_rows(ax, rows: pd.DataFrame, machines: Machines) -> np.ndarray:
         if math.isfinite(row.gpu_time_s):
             ax.plot(row.gpu_time_s / lower, y, marker, color=color, markerfacecolor="none", ms=9, zorder=4)
             drawn.append(row.gpu_time_s / lower)
-        if math.isfinite(row.op_model_s):
-            ax.plot(row.op_model_s / lower, y, "|", color=PALETTE[6], ms=10, mew=1.5, zorder=3)
-            drawn.append(row.op_model_s / lower)
     return np.asarray(drawn, dtype=float)
+
+
+def _draw_cpu_row(ax, y: int, row: object, machines: Machines) -> list[float]:
+    """A CPU step: its lower bound at 1, the per-op model with its interval, the measured step."""
+    lower = row.bound_s
+    ax.vlines([1.0], y - 0.28, y + 0.28, colors=_BAND_EDGE, linewidth=2, zorder=2)
+    drawn = [1.0]
+    if math.isfinite(row.op_model_s):
+        low = row.op_model_low_s if math.isfinite(row.op_model_low_s) else row.op_model_s
+        high = row.op_model_high_s if math.isfinite(row.op_model_high_s) else row.op_model_s
+        ax.barh(y, (high - low) / lower, left=low / lower, height=0.3, color=PALETTE[6], alpha=0.35, zorder=2)
+        ax.plot(row.op_model_s / lower, y, "|", color=PALETTE[6], ms=12, mew=1.8, zorder=3)
+        drawn += [low / lower, high / lower]
+    color, marker = machines.style(row.machine_id)
+    ax.plot(row.measured_s / lower, y, marker, color=color, ms=6, zorder=4)
+    drawn.append(row.measured_s / lower)
+    return drawn
 
 
 def _row_name(row: object, machines: Machines, several_configs: bool, device: str) -> str:
@@ -114,7 +137,13 @@ def _row_name(row: object, machines: Machines, several_configs: bool, device: st
 
 
 def _row_note(row: object) -> str:
-    """Where the measurement falls, and the band's width relative to its lower bound."""
+    """Where the measurement falls, and (GPU) the band's width relative to its lower bound or (CPU) the
+    measured step against the per-op model."""
+    if row.device == "cpu":
+        note = where(row)
+        if math.isfinite(row.op_model_s):
+            note += f"; {row.measured_s / row.op_model_s:.2f}× the per-op model"
+        return note
     width = (row.serial_s - row.overlapped_s) / row.overlapped_s
     note = f"{where(row)}; band {width * 100:.2g} % wide"
     if math.isfinite(row.calibrated_overlapped_s) and math.isfinite(row.calibrated_serial_s):
@@ -127,11 +156,17 @@ def _statistic(statistic: str) -> str:
 
 
 def _legend(steps: pd.DataFrame, machines: Machines) -> tuple[list, list[str]]:
-    handles: list[object] = [Patch(facecolor=_BAND, alpha=0.45, edgecolor=_BAND_EDGE)]
-    labels = ["predicted band:\noverlapped … serial bound"]
+    handles: list[object] = []
+    labels: list[str] = []
+    if (steps["device"] == "cuda").any():
+        handles.append(Patch(facecolor=_BAND, alpha=0.45, edgecolor=_BAND_EDGE))
+        labels.append("GPU, predicted band:\noverlapped … serial bound")
     if steps["calibrated_serial_s"].notna().any():
         handles.append(Patch(facecolor="none", edgecolor=_CALIBRATED, hatch="////"))
-        labels.append("GPU, calibrated roofline:\nmatvec's achieved bandwidth")
+        labels.append("GPU, calibrated roofline\n(an estimate): matvec's\nachieved bandwidth")
+    if (steps["device"] == "cpu").any():
+        handles.append(Line2D([], [], color=_BAND_EDGE, marker="|", linestyle="none", ms=10, mew=2))
+        labels.append("CPU: lower bound\n(probe + floor)")
     for machine in machines.ids:
         color, marker = machines.style(machine)
         handles.append(Line2D([], [], color=color, marker=marker, linestyle="none", ms=6))
@@ -143,15 +178,19 @@ def _legend(steps: pd.DataFrame, machines: Machines) -> tuple[list, list[str]]:
         labels.append("GPU: CUDA-event time")
     if steps["op_model_s"].notna().any():
         handles.append(Line2D([], [], color=PALETTE[6], marker="|", linestyle="none", ms=10, mew=1.5))
-        labels.append("CPU: per-op model")
+        labels.append("CPU: per-op model,\n95 % interval")
     return handles, labels
 
 
-def _title(steps: pd.DataFrame, devices: list[str]) -> str:
-    """Per device, how many steps lie below, inside and above their band."""
+def _title(steps: pd.DataFrame, devices: list[str], defects: int) -> str:
+    """Per device, how the drawn steps lie against their prediction; the CPU's bound defects, not drawn."""
     parts = []
     for device in devices:
         rows = steps[steps["device"] == device]
+        name = _DEVICES[device].split()[0]
+        if device == "cpu":
+            parts.append(f"{name}: {len(rows)} decode step(s) at or above their lower bound")
+            continue
         inside = int(rows["within_bounds"].astype(bool).sum())
         above = int((rows["measured_s"] > rows["serial_s"]).sum())
         below = len(rows) - inside - above
@@ -163,21 +202,23 @@ def _title(steps: pd.DataFrame, devices: list[str]) -> str:
         present = [(count, text) for count, text in counts if count]
         if len(present) == 1:
             count, text = present[0]
-            parts.append(f"{_DEVICES[device].split()[0]}: {count} of {len(rows)} decode steps {text}")
+            parts.append(f"{name}: {count} of {len(rows)} decode steps {text}")
         else:
             listed = ", ".join(f"{count} {text}" for count, text in present)
-            parts.append(f"{_DEVICES[device].split()[0]}: of {len(rows)} decode steps {listed}")
+            parts.append(f"{name}: of {len(rows)} decode steps {listed}")
+    if defects:
+        parts.append(f"{defects} CPU step(s) below their lower bound: a defect of the bound, not drawn")
     return "; ".join(parts)
 
 
 def _caption(steps: pd.DataFrame, machines: Machines) -> str:
-    parts = [
-        "Band: the step predicted from the same run's own figures, from the overlapped bound (work and calls "
-        "hidden behind each other) to the serial one (work plus calls); x: each time ÷ the overlapped bound."
-    ]
+    parts = ["x: each time ÷ the step's lower bound (log scale), all from the same run's own figures."]
     how = {
-        "cpu": "work = bytes ÷ the best measured host bandwidth, plus numpy calls × t0",
-        "cuda": "work on the datasheet roofline, plus launches at the fitted launch costs",
+        "cpu": "lower bound = the step's own matrix-vector products alone, timed in the same rounds, plus "
+        "the overhead floor outside them (numpy calls run one after another); per-op model = the bytes at "
+        "that bandwidth + attention measured + each call at its op's cost + the floor's remainder",
+        "cuda": "band from the overlapped bound (work and launches hidden behind each other) to the serial "
+        "one; work on the datasheet roofline, plus launches at the fitted launch costs",
     }
     for device in _DEVICES:
         rows = steps[steps["device"] == device]

@@ -308,8 +308,9 @@ def knee(spin: pd.DataFrame, launch: pd.DataFrame) -> Figure | None:
     caption = (
         f"{fmt_count(int(spin['n_kernels'].iloc[0]))} kernels of duration d per timed call (d as achieved "
         "where the run recorded it); time per kernel = timed call ÷ N, median of the rounds. Band: "
-        "model.launch's overlapped … serial bounds with the fitted costs plus the synchronise round trip. "
-        + machines.caption()
+        "model.launch's overlapped … serial bounds with the fitted costs and the GPU's own gap per kernel g "
+        "(the run's gpu_gap_s, else 1.3 µs), plus the synchronise round trip; a graph replay is a sum, "
+        "its band a line. " + machines.caption()
     )
     return finish(figure, title, caption, labels)
 
@@ -319,9 +320,10 @@ def knee(spin: pd.DataFrame, launch: pd.DataFrame) -> Figure | None:
 
 def decode_demo(decode: pd.DataFrame) -> Figure | None:
     """``analysis.launch.decode_with_measured``: one decode step per model (panels) and plan as a stacked
-    bar of GPU work (roofline) and launch overhead (serial composition), at the lecture's assumed launch
-    costs and each machine's measured eager and graph costs (past ``MAX_SERIES`` machines, the machines of
-    the lowest and highest eager cost). Nothing without a measured machine."""
+    bar of GPU work (roofline) and overhead (serial composition: launches and the GPU's own gaps), at the
+    lecture's assumed launch costs (the seed's model, g = 0) and each machine's measured eager, graph and
+    graph + PDL costs (past ``MAX_SERIES`` machines, the machines of the lowest and highest eager cost).
+    Nothing without a measured machine."""
     if decode.empty or (decode["launch"] == "assumed").all():
         return None
     measured = decode[decode["launch"] != "assumed"]
@@ -350,21 +352,23 @@ def decode_demo(decode: pd.DataFrame) -> Figure | None:
         )
         ax.xaxis.set_major_locator(MaxNLocator(nbins=6))
         ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: time_tick(value)))
-        ax.set_xlabel("time per decode step (serial: GPU work + launches)", fontsize=SMALL_PT + 1)
+        ax.set_xlabel("time per decode step (serial: GPU work + launches + gaps)", fontsize=SMALL_PT + 1)
         ax.set_title(f"{config}", fontsize=SMALL_PT)
         ax.grid(True, axis="x", alpha=0.3)
     handles = [Patch(color=PALETTE[0]), Patch(facecolor=PALETTE[1], hatch="///", edgecolor="white")]
-    side_legend(figure, handles, ["GPU work (roofline)", "launch overhead"])
+    side_legend(figure, handles, ["GPU work (roofline)", "launches and the GPU's gaps"])
     share = measured[measured["machine_id"].isin(shown)]["overhead_share"]
     title = (
-        f"Launch overhead is {fmt_percent(share.min())} – {fmt_percent(share.max())} of a serial decode step "
-        f"at the measured launch costs ({DEMO2_GPU.name} roofline, batch {DEMO2_BATCH}, "
+        f"Launches and the GPU's gaps are {fmt_percent(share.min())} – {fmt_percent(share.max())} of a "
+        f"serial decode step at the measured costs ({DEMO2_GPU.name} roofline, batch {DEMO2_BATCH}, "
         f"ctx {fmt_count(DEMO2_CTX)})"
     )
     caption = (
         "The lecture's demo 2: each model's decode step on the roofline, plus one launch per kernel of its "
-        "plan, never hidden (serial composition); assumed launch costs beside each machine's fitted eager "
-        "launch and graph-node costs. "
+        "plan, never hidden (serial composition); assumed launch costs in the seed's model (no GPU gap) "
+        "beside each machine's fitted eager launch cost with the GPU's own gap per kernel, its graph-node "
+        "cost (a graph replay is a sum), and the graph with programmatic dependent launch (the node gap cut "
+        "by the run's launch_pdl ratio, else by half: an assumption). "
         + (
             f"Of {len(machines)} machines, those of the lowest and highest eager cost. "
             if len(shown) < len(machines)
@@ -379,5 +383,6 @@ def _demo_name(row: object, machines: Machines) -> str:
     if row.launch == "assumed":
         return f"{row.plan}, assumed {time_tick(row.t_launch_s)}/kernel"
     who = machines.label(row.machine_id) + " " if len(machines) > 1 else ""
-    per = "node" if row.launch == "measured graph" else "kernel"
-    return f"{row.plan}, {who}{row.launch.split()[-1]} {time_tick(row.t_launch_s)}/{per}"
+    per = "node" if row.launch.startswith("measured graph") else "kernel"
+    kind = "graph + PDL" if row.launch.endswith("PDL") else row.launch.split()[-1]
+    return f"{row.plan}, {who}{kind} {time_tick(row.t_launch_s)}/{per}"

@@ -19,6 +19,7 @@ matplotlib state and needs no display.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -343,7 +344,8 @@ def nice_log_ticks(low: float, high: float, max_ticks: int) -> list[float]:
     """Ticks of a log axis from the last "nice" value at or below ``low`` (so the smallest value is read off
     the axis) up to ``high``, and the next nice value above it where that lies within 1.3 × ``high``: the
     densest of 1-1.2-1.4-…-9, 1-2-…-9, 1-2-5, 1-3 and decades (or every k-th decade) that fits in
-    ``max_ticks``."""
+    ``max_ticks``, counted where the ticks lie closest: on a log axis 8 and 9 lie six times closer than 1
+    and 2, and each label needs the room of one of ``max_ticks`` spread evenly along the axis."""
     first, last = math.floor(math.log10(low)), math.ceil(math.log10(high))
     fine = (1.0, 1.2, 1.4, 1.6, 1.8, 2.0, 2.5, 3.0, 3.5, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0)
     for subs in (fine, tuple(float(m) for m in range(1, 10)), (1.0, 2.0, 5.0), (1.0, 3.0), (1.0,)):
@@ -352,7 +354,9 @@ def nice_log_ticks(low: float, high: float, max_ticks: int) -> list[float]:
         above = min(t for t in candidates if t >= high * (1 - 1e-9))
         stop = above if above <= 1.3 * high else max(t for t in candidates if t <= high)
         ticks = [t for t in candidates if start <= t <= stop]
-        if len(ticks) <= max_ticks:
+        shown = math.log10(max(stop, high) / min(start, low)) + 2 * _pad_decades(low, high)
+        gaps = [math.log10(b / a) for a, b in itertools.pairwise(ticks)]
+        if len(ticks) <= max_ticks and (not gaps or min(gaps) >= shown / max_ticks):
             return ticks
     step = math.ceil((last - first + 1) / max_ticks)
     return [10.0**e for e in range(first, last + step, step) if 10.0**e <= 2 * high]
@@ -381,7 +385,8 @@ def log_axis(
         low, high = low / 1.1, high * 1.1
     ticks = nice_log_ticks(low, high, max_ticks)
     if limits is None:
-        limits = (min(ticks[0], low) / 1.15, max(ticks[-1], high) * 1.15)
+        pad = 10 ** _pad_decades(min(ticks[0], low), max(ticks[-1], high))
+        limits = (min(ticks[0], low) / pad, max(ticks[-1], high) * pad)
     # A tick label takes about 1/max_ticks of the axis: a marked value nearer an earlier one than that is
     # not marked (the title still gives it), and nice ticks nearer a marked one go.
     room = (math.log10(limits[1]) - math.log10(limits[0])) / max_ticks
@@ -399,6 +404,12 @@ def log_axis(
     (ax.set_xlim if which == "x" else ax.set_ylim)(*limits)
     axis.set_label_text(label, fontsize=LABEL_PT)
     return limits
+
+
+def _pad_decades(low: float, high: float) -> float:
+    """The room a log axis leaves beyond its outer ticks and values, decades: a factor 1.15, or 3 % of the
+    span where that is more, so that a marker at the outermost value is drawn whole on a long axis too."""
+    return max(math.log10(1.15), 0.03 * math.log10(high / low))
 
 
 def max_ticks(length_in: float, per_inch: float = 3.0) -> int:

@@ -94,3 +94,36 @@ extern "C" __global__ void timer_advances_kernel(unsigned long long* advances, i
 extern "C" __global__ void count_kernel(unsigned long long* counter) {
     atomicAdd(counter, 1ULL);
 }
+
+// Programmatic dependent launch (compute capability >= 9.0: CUDA C++ Programming Guide, "Programmatic Dependent
+// Launch and Synchronization"; PTX ISA, "griddepcontrol", sm_90 and later). launch_dependents lets the next
+// kernel of the stream, if launched with the programmatic stream serialization attribute, be scheduled once
+// every block of this one has called it or exited; wait blocks until every grid this one depends on has
+// completed and its memory is visible. They are what cudaTriggerProgrammaticLaunchCompletion() and
+// cudaGridDependencySynchronize() compile to, written as PTX so that the module needs no CUDA header (NVRTC
+// compiles it as it is). In a kernel launched without the attribute both do nothing; below sm_90 they are
+// left out (the case skips there).
+__device__ __forceinline__ void pdl_launch_dependents() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
+__device__ __forceinline__ void pdl_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
+// The kernel of the launch_pdl case (benchmarks/launch_ex.py launches it, with and without the attribute):
+// lets its successor be scheduled at once, waits for its predecessor, then adds 1 to *counter with a plain
+// read, add and write, no atomic: if the wait did not hold a successor back until its predecessor's write was
+// visible, two increments would race and the count would come out short. With a null counter it does nothing
+// after the wait: its GPU time per kernel is the gap alone. Launch one thread.
+extern "C" __global__ void pdl_kernel(unsigned long long* counter) {
+    pdl_launch_dependents();
+    pdl_wait();
+    if (counter != nullptr) {
+        *counter += 1;
+    }
+}

@@ -72,6 +72,10 @@ HOST_BODIES: dict[str, str] = {
     "load_cg_int": "return *p;",
     # %globaltimer counts wall-clock nanoseconds; CLOCK_MONOTONIC is the host's.
     "globaltimer_ns": "return ::hostcuda::monotonic_ns();",
+    # Programmatic dependent launch: the harness runs one launch after another, each complete before the
+    # next starts, so letting the next be scheduled early and waiting for the previous both do nothing.
+    "pdl_launch_dependents": "",
+    "pdl_wait": "",
 }
 
 #: The helpers of each kernel module of ``benchmarks/kernels`` that get host bodies.
@@ -84,7 +88,7 @@ MODULE_HELPERS: dict[str, tuple[str, ...]] = {
         "load_cg",
         "load_cg_int",
     ),
-    "launch": ("globaltimer_ns",),
+    "launch": ("globaltimer_ns", "pdl_launch_dependents", "pdl_wait"),
 }
 
 # A comment, a string literal or a character literal.

@@ -1,0 +1,101 @@
+"""The one place that decides whether PyTorch, Triton and JAX cases can run, and says why not.
+
+Each framework is an optional extra (``pip install 'launchbench[torch]'``, ``'[jax]'``) and is imported
+lazily, on the first case that needs it and never at collection: importing torch takes seconds and JAX a few
+too, so a run that selects numpy's cases (or a machine without either) pays for neither, and a framework's
+import never lands inside another framework's timing. Each probe runs once per process and returns the
+module or the reason it cannot be used; every case of that framework then skips with the reason.
+
+JAX would take 75 % of the GPU's memory at its first GPU call (its default preallocation), leaving CuPy's
+and PyTorch's cases of the same process without room for Llama-3.2-1B: ``jax_module`` sets
+``XLA_PYTHON_CLIENT_PREALLOCATE=false`` before the import (``setdefault``: a value set by the caller wins).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from types import ModuleType
+from typing import Any
+
+#: The frameworks of the cross-framework cases, as ``extra_info["framework"]`` names them.
+NUMPY, TORCH, JAX, TRITON, CUPY = "numpy", "torch", "jax", "triton", "cupy"
+_EXTRA_HINT = {TORCH: "pip install 'launchbench[torch]'", JAX: "pip install 'launchbench[jax]'"}
+
+
+def _error(error: BaseException) -> str:
+    return f"{type(error).__name__}: {error}"
+
+
+@functools.cache
+def _import(name: str) -> tuple[ModuleType | None, str | None]:
+    """Import ``name`` once: (module, None), or (None, why not)."""
+    if name == JAX:
+        os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+    try:
+        module = __import__(name)
+    except ImportError as error:
+        hint = _EXTRA_HINT.get(name, f"pip install {name}")
+        return None, f"{name} is not installed ({hint}): {_error(error)}"
+    except Exception as error:  # a broken install fails inside the import with various errors
+        return None, f"{name} failed to import: {_error(error)}"
+    return module, None
+
+
+def unavailable_reason(name: str) -> str | None:
+    """Why framework ``name`` ("torch", "jax", "triton") cannot run CPU cases here; None when it can."""
+    return _import(name)[1]
+
+
+def module(name: str) -> ModuleType:
+    """The imported framework ``name``; raises ``RuntimeError`` with the reason when it is unusable."""
+    imported, reason = _import(name)
+    if imported is None:
+        raise RuntimeError(reason)
+    return imported
+
+
+def version(name: str) -> str | None:
+    """The version of framework ``name`` when it imports, else None (for a case's skip line and facts)."""
+    imported, _ = _import(name)
+    return None if imported is None else str(getattr(imported, "__version__", "unknown"))
+
+
+@functools.cache
+def gpu_reason(name: str) -> str | None:
+    """Why framework ``name`` cannot run GPU cases here; None when it can.
+
+    torch and triton need ``torch.cuda.is_available()`` (Triton launches on PyTorch's current stream, with
+    PyTorch's tensors); JAX needs a device of its "gpu" backend (``jax.devices("gpu")``; JAX's CPU build
+    has none).
+    """
+    needs_torch = name in (TORCH, TRITON)
+    reason = unavailable_reason(TORCH) if needs_torch else None
+    if reason is None:
+        reason = unavailable_reason(name)
+    if reason is not None:
+        return reason
+    if needs_torch:
+        torch = module(TORCH)
+        try:
+            available = bool(torch.cuda.is_available())
+        except Exception as error:  # a driver/runtime mismatch raises here on some builds
+            return f"torch {version(TORCH)} sees no usable CUDA device: {_error(error)}"
+        return (
+            None if available else f"torch {version(TORCH)} sees no CUDA device (torch.cuda.is_available())"
+        )
+    jax = module(JAX)
+    try:
+        devices = jax.devices("gpu")
+    except Exception as error:  # RuntimeError "Unknown backend gpu" on the CPU build
+        return f"jax {version(JAX)} has no GPU backend: {_error(error)}"
+    return None if devices else f"jax {version(JAX)} lists no GPU device"
+
+
+def to_numpy(array: Any) -> Any:
+    """A numpy copy of a torch tensor or JAX array (any device): where results are checked, never timed."""
+    import numpy as np
+
+    if hasattr(array, "detach"):  # torch.Tensor
+        return array.detach().float().cpu().numpy()
+    return np.asarray(array)

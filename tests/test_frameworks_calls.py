@@ -1,0 +1,278 @@
+"""The cross-framework cases' logic without their frameworks: detection and skip reasons
+(``benchmarks/frameworks.py``), the per-call loops and their check (``test_framework_calls.py``), and the GPU
+module's timing, capture and kernels (``test_framework_gpu.py``, ``triton_kernels.py``) on stand-ins, as
+``tests/test_cuda_*.py`` check the CuPy cases."""
+
+from __future__ import annotations
+
+import inspect
+import os
+import sys
+from collections.abc import Iterator
+from types import ModuleType, SimpleNamespace
+
+import numpy as np
+import pytest
+
+from benchmarks import frameworks
+from benchmarks.cuda_timing import LADDER_ARGS
+from benchmarks.records import coordinates
+from benchmarks.test_framework_calls import (
+    CALLERS,
+    call_case,
+    check_sum,
+    framework_ops,
+    intra_op_threads,
+)
+from benchmarks.test_framework_gpu import (
+    capture_torch_graph,
+    jax_sum,
+    repeat,
+    then_sync,
+    torch_cuda_ops,
+    torch_event_median_s,
+)
+from benchmarks.triton_kernels import TRITON_LADDER_ARGS, ladder_args, ladder_kernels
+
+
+@pytest.fixture
+def fresh_probes() -> Iterator[None]:
+    """Forget the cached imports before and after, so a hidden or faked framework never leaks."""
+    frameworks._import.cache_clear()
+    frameworks.gpu_reason.cache_clear()
+    yield
+    frameworks._import.cache_clear()
+    frameworks.gpu_reason.cache_clear()
+
+
+def test_a_missing_framework_gives_one_reason_naming_its_extra(
+    fresh_probes: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "torch", None)  # import torch raises ImportError
+    reason = frameworks.unavailable_reason("torch")
+    assert reason is not None and reason.startswith("torch is not installed")
+    assert "launchbench[torch]" in reason
+    assert frameworks.gpu_reason("triton") == reason, "Triton's cases need torch first"
+    with pytest.raises(RuntimeError, match="torch is not installed"):
+        frameworks.module("torch")
+
+
+def test_torch_without_a_device_skips_its_gpu_cases(
+    fresh_probes: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake = ModuleType("torch")
+    fake.__version__ = "9.9"
+    fake.cuda = SimpleNamespace(is_available=lambda: False)
+    monkeypatch.setitem(sys.modules, "torch", fake)
+    assert frameworks.unavailable_reason("torch") is None
+    assert frameworks.gpu_reason("torch") == "torch 9.9 sees no CUDA device (torch.cuda.is_available())"
+
+
+def test_jax_is_imported_without_preallocating_the_gpu_and_its_cpu_build_has_no_gpu(
+    fresh_probes: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XLA_PYTHON_CLIENT_PREALLOCATE", "")  # so that undoing restores what was there
+    monkeypatch.delenv("XLA_PYTHON_CLIENT_PREALLOCATE")
+    fake = ModuleType("jax")
+    fake.__version__ = "0.0"
+
+    def devices(backend: str) -> list[object]:
+        raise RuntimeError(f"Unknown backend: '{backend}' requested")
+
+    fake.devices = devices
+    monkeypatch.setitem(sys.modules, "jax", fake)
+    reason = frameworks.gpu_reason("jax")
+    assert os.environ["XLA_PYTHON_CLIENT_PREALLOCATE"] == "false"
+    assert reason == "jax 0.0 has no GPU backend: RuntimeError: Unknown backend: 'gpu' requested"
+
+
+def test_every_case_coordinate_is_in_the_contract() -> None:
+    extra = coordinates("framework_call", "cpu", framework="torch", threads=1, compiler="jax.jit")
+    assert extra["framework"] == "torch" and extra["threads"] == 1
+
+
+@pytest.mark.parametrize("n", [1, 5, 4096])
+def test_the_numpy_call_adds_and_the_check_catches_a_wrong_sum(n: int) -> None:
+    a = np.random.default_rng(n).random(n, dtype=np.float32)
+    case = call_case("numpy", np, a, calls=3)
+    case.run()
+    check_sum(case.result(), a, "numpy")
+    wrong = case.result().copy()
+    wrong[-1] += 1
+    with pytest.raises(AssertionError, match=r"numpy add: result is not 2·a \(1 elements wrong, first at"):
+        check_sum(wrong, a, "numpy add")
+
+
+def test_the_torch_call_is_torch_add_with_out_on_a_stand_in() -> None:
+    calls: list[tuple] = []
+
+    def add(x: np.ndarray, y: np.ndarray, out: np.ndarray) -> None:
+        calls.append((x, y))
+        np.add(x, y, out=out)
+
+    fake = SimpleNamespace(from_numpy=lambda array: array, full_like=np.full_like, add=add)
+    a = np.arange(8, dtype=np.float32)
+    case = call_case("torch", fake, a, calls=4)
+    case.run()
+    assert len(calls) == 4 and case.op == "torch.add" and case.compiler is None
+    check_sum(case.result(), a, "torch stand-in")
+
+
+def test_the_jax_call_waits_for_each_result() -> None:
+    waited: list[int] = []
+
+    class Result:
+        def __init__(self, value: np.ndarray) -> None:
+            self.value = value
+
+        def block_until_ready(self) -> Result:
+            waited.append(1)
+            return self
+
+        def __array__(self, dtype: object = None, copy: object = None) -> np.ndarray:
+            return self.value
+
+    fake = SimpleNamespace(
+        jit=lambda function: lambda x: Result(function(x)),
+        device_put=lambda array, device: array,
+        devices=lambda backend: [backend],
+    )
+    a = np.ones(4, dtype=np.float32)
+    case = call_case("jax", fake, a, calls=5)
+    case.run()
+    assert waited == [1] * 5 and case.compiler == "jax.jit"
+    check_sum(case.result(), a, "jax stand-in")
+
+
+def test_unknown_frameworks_are_refused_by_name() -> None:
+    with pytest.raises(ValueError, match="unknown framework 'mxnet'"):
+        call_case("mxnet", None, np.ones(1, dtype=np.float32), 1)
+    with pytest.raises(ValueError, match="unknown framework 'mxnet'"):
+        framework_ops("mxnet", None)
+
+
+def test_intra_op_threads_sets_one_and_restores_the_default() -> None:
+    state = {"threads": 8}
+    fake = SimpleNamespace(
+        get_num_threads=lambda: state["threads"], set_num_threads=lambda n: state.update(threads=n)
+    )
+    with intra_op_threads(fake, 1) as in_force:
+        assert in_force == 1
+    assert state["threads"] == 8
+    with intra_op_threads(fake, "default") as in_force:
+        assert in_force == 8
+    assert {framework for framework, _ in CALLERS} == {"numpy", "torch", "jax"}
+
+
+# --- the GPU module, on stand-ins ---------------------------------------------------------------------------
+
+
+class _FakeCuda:
+    """What the GPU module calls of ``torch.cuda``, recording the order of events."""
+
+    def __init__(self) -> None:
+        self.log: list[str] = []
+        cuda = self
+
+        class Event:
+            def __init__(self, enable_timing: bool) -> None:
+                assert enable_timing
+
+            def record(self) -> None:
+                cuda.log.append("event")
+
+            def synchronize(self) -> None:
+                cuda.log.append("event sync")
+
+            def elapsed_time(self, end: object) -> float:
+                return 2.0  # ms
+
+        class Stream:
+            def wait_stream(self, other: object) -> None:
+                cuda.log.append("wait")
+
+        class Graph:
+            def replay(self) -> None:
+                cuda.log.append("replay")
+
+        class Context:
+            def __init__(self, what: str) -> None:
+                self.what = what
+
+            def __enter__(self) -> None:
+                cuda.log.append(f"enter {self.what}")
+
+            def __exit__(self, *exc: object) -> None:
+                cuda.log.append(f"exit {self.what}")
+
+        self.Event, self.Stream, self.CUDAGraph = Event, Stream, Graph
+        self.current_stream = Stream
+        self.stream = lambda stream: Context("side stream")
+        self.graph = lambda graph: Context("capture")
+        self.synchronize = lambda: cuda.log.append("sync")
+
+
+def test_events_time_each_round_and_convert_ms_to_seconds() -> None:
+    cuda = _FakeCuda()
+    submitted: list[int] = []
+    median = torch_event_median_s(SimpleNamespace(cuda=cuda), lambda: submitted.append(1), rounds=3)
+    assert median == pytest.approx(2e-3)
+    assert len(submitted) == 3
+    assert cuda.log[:3] == ["event", "event", "event sync"]
+
+
+def test_a_torch_graph_is_warmed_up_on_a_side_stream_then_captured_once() -> None:
+    cuda = _FakeCuda()
+    ran: list[str] = []
+    graph = capture_torch_graph(SimpleNamespace(cuda=cuda), lambda: ran.append(cuda.log[-1]))
+    assert ran == ["enter side stream"] * 3 + ["enter capture"]
+    assert cuda.log[-2:] == ["exit capture", "sync"]
+    graph.replay()
+    assert cuda.log[-1] == "replay"
+
+
+def test_repeat_then_sync_launches_n_times_then_waits() -> None:
+    log: list[str] = []
+    call = then_sync(repeat(lambda: log.append("launch"), 3), lambda: log.append("sync"))
+    call()
+    assert log == ["launch"] * 3 + ["sync"]
+
+
+def test_the_jax_ladder_function_reads_every_argument() -> None:
+    xs = [np.full(1, index + 1, dtype=np.float32) for index in range(13)]
+    assert float(jax_sum(np, *xs)[0]) == 1 + 13 * 14 / 2
+    assert float(jax_sum(np)[0]) == 1
+
+
+def test_gpu_arrays_come_through_dlpack_and_numpy_ones_by_copy() -> None:
+    moved: list[tuple] = []
+
+    class Tensor:
+        def to(self, device: object, dtype: object) -> str:
+            moved.append((device, dtype))
+            return "copied"
+
+    fake = SimpleNamespace(
+        from_numpy=lambda array: Tensor(),
+        from_dlpack=lambda array: "shared",
+        cat=None,
+        exp=None,
+        sqrt=None,
+        softmax=None,
+        float32=None,
+    )
+    ops = torch_cuda_ops(fake)
+    assert ops.asarray(np.ones(2), "cuda", "half") == "copied" and moved == [("cuda", "half")]
+    assert ops.asarray(object(), "cuda", "half") == "shared"
+
+
+def test_the_triton_ladder_has_cupys_argument_counts_and_never_passes_a_1() -> None:
+    assert TRITON_LADDER_ARGS == LADDER_ARGS
+    kernels = ladder_kernels(SimpleNamespace(jit=lambda function: function))
+    for n_args, kernel in kernels.items():
+        assert len(inspect.signature(kernel).parameters) == n_args
+        args = ladder_args(n_args, "pointer")
+        assert args[::2] == ("pointer",) * len(args[::2])
+        assert all(isinstance(value, int) and value != 1 for value in args[1::2])
+    with pytest.raises(ValueError, match="no Triton ladder kernel takes 2 arguments"):
+        ladder_args(2, "pointer")
