@@ -442,7 +442,8 @@ def _cpu_run_prediction(
             low, high = _model_interval(rounds, scale, None, op_model_s - data_s)
         else:
             low, high = _model_interval(rounds, scale, samples, op_model_s - data_s - known_attention_s)
-        result.update(op_model_low_s=low, op_model_high_s=high)
+        # the point is the interval's lower end up to rounding (the fastest resampled round): kept inside
+        result.update(op_model_low_s=min(low, op_model_s), op_model_high_s=max(high, op_model_s))
     return result
 
 

@@ -15,7 +15,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from matplotlib.collections import LineCollection
 from matplotlib.container import ErrorbarContainer
 from matplotlib.figure import Figure
 from matplotlib.text import Text
@@ -33,7 +32,7 @@ from analysis.output import MANIFEST_NAME
 from analysis.runs import select_runs
 from model.units import fmt_count, fmt_signed_percent, fmt_time
 from tests.test_decode_analysis import _host_fits, _launch_fits, _steps
-from tests.test_plots_collisions import DATA, REAL_RUN, _fanout, synthetic_everything_run
+from tests.test_plots_collisions import DATA, REAL_RUN, TODAY, _fanout, synthetic_everything_run
 
 
 def _inputs(paths: list[Path]) -> tuple[pd.DataFrame, object, pd.DataFrame]:
@@ -44,7 +43,15 @@ def _inputs(paths: list[Path]) -> tuple[pd.DataFrame, object, pd.DataFrame]:
 
 @pytest.fixture(scope="module")
 def real() -> tuple[pd.DataFrame, object, dict[str, Figure]]:
-    frame, fits, table = _inputs([DATA])
+    """The older committed runs of two machines (Xeon and EPYC, tests/data/*.json)."""
+    frame, fits, table = _inputs(sorted(DATA.glob("*.json")))
+    return frame, fits, build_figures(frame, fits, table)
+
+
+@pytest.fixture(scope="module")
+def today() -> tuple[pd.DataFrame, object, dict[str, Figure]]:
+    """Today's code's committed runs (tests/data/runs): the decode step with its probe."""
+    frame, fits, table = _inputs([TODAY])
     return frame, fits, build_figures(frame, fits, table)
 
 
@@ -239,46 +246,62 @@ def test_many_vs_one_title_is_computed_from_the_points(real) -> None:
 # --- decode bands -------------------------------------------------------------------------------------------
 
 
-def test_decode_bands_draws_ratios_on_a_log_axis_with_every_band_visible_and_its_width_said(real) -> None:
-    _, fits, figures = real
+def test_decode_bands_draws_cpu_steps_against_their_lower_bound_and_the_per_op_model(today) -> None:
+    """Today's runs (tests/data/runs): every CPU step with a lower bound is one row at x = time ÷ that bound,
+    the bound at 1, the per-op model's interval as a bar."""
+    _, fits, figures = today
     steps = fits.decode_steps
+    drawn = steps[steps["bound_s"].notna() & ~steps["bound_defect"].eq(True)]
+    assert not drawn.empty and (drawn["measured_s"] >= drawn["bound_s"]).all()
     figure = figures["decode_bands"]
     (ax,) = figure.axes
     assert ax.get_xscale() == "log"
     ticks = [text for _, text in _visible_ticks(ax, "x")]
-    assert len(ticks) >= 3 and all(re.fullmatch(r"\d+(\.\d+)?×", text) for text in ticks)
-    edges = [c for c in ax.collections if isinstance(c, LineCollection)]
-    widths = (steps["serial_s"] - steps["overlapped_s"]) / steps["overlapped_s"]
-    assert len(edges) == len(steps) and (widths < 0.01).all()  # bands under 1 % wide, drawn as edge lines
+    assert len(ticks) >= 2 and all(re.fullmatch(r"\d+(\.\d+)?×", text) for text in ticks)
     labels = _tick_texts(ax.yaxis)
-    for row, width in zip(steps.itertuples(index=False), widths, strict=True):
-        assert any(where(row) in label and f"band {width * 100:.2g} % wide" in label for label in labels)
-    assert "fastest round" in ax.get_xlabel()  # the statistic of the CPU steps is named
+    assert len(labels) == len(drawn)
+    for row in drawn.itertuples(index=False):
+        note = f"{where(row)}; {row.measured_s / row.op_model_s:.2f}× the per-op model"
+        assert any(note in label for label in labels), note
+    bars = [patch for patch in ax.patches if not patch.get_hatch()]
+    assert len(bars) == len(drawn)  # one interval bar per step, starting at the model's point
+    for bar, row in zip(bars, drawn.itertuples(index=False), strict=True):
+        assert bar.get_x() == pytest.approx(row.op_model_low_s / row.bound_s)
+    assert "fastest round" in ax.get_xlabel() and "lower bound" in ax.get_xlabel()
 
 
 def test_decode_bands_title_counts_where_the_steps_fall_and_changes_with_them() -> None:
     table = decode_table(_steps(), host_fits=_host_fits(), launch_fits=_launch_fits())
-    figure = decode_bands(table)
-    cpu, gpu = table[table["device"] == "cpu"], table[table["device"] == "cuda"]
+    figure = decode_bands(table)  # the CPU rows have no bound (no probe): only the GPU's are drawn
+    gpu = table[table["device"] == "cuda"]
     title = figure.get_suptitle().replace("\n", " ")
-    for device, rows in (("CPU", cpu), ("GPU", gpu)):
-        above = int((rows["measured_s"] > rows["serial_s"]).sum())
-        if above == len(rows):
-            assert f"{device}: {above} of {len(rows)} decode steps above the serial bound" in title
-    inside = table.copy()
-    inside.loc[inside.index[0], "measured_s"] = (
-        inside["overlapped_s"].iloc[0] + inside["serial_s"].iloc[0]
-    ) / 2
-    inside.loc[inside.index[0], "within_bounds"] = True
-    gpu_inside = int(inside[inside["device"] == "cuda"]["within_bounds"].astype(bool).sum())
-    assert f"{gpu_inside} of 2 decode steps inside the band" in decode_bands(inside).get_suptitle().replace(
-        "\n", " "
-    )
+    assert "CPU" not in title
+    above = int((gpu["measured_s"] > gpu["serial_s"]).sum())
+    inside = int(gpu["within_bounds"].astype(bool).sum())
+    assert f"of {len(gpu)} decode steps" in title or f"{above} of {len(gpu)}" in title
+    moved = table.copy()
+    first_gpu = moved.index[moved["device"] == "cuda"][0]
+    low, high = moved.loc[first_gpu, "overlapped_s"], moved.loc[first_gpu, "serial_s"]
+    was_inside = bool(moved.loc[first_gpu, "within_bounds"])
+    moved.loc[first_gpu, ["measured_s", "within_bounds"]] = [(low + high) / 2, True]
+    now_inside = inside + (0 if was_inside else 1)
+    assert f"{now_inside} " in decode_bands(moved).get_suptitle().replace("\n", " ")
     labels = [text for ax in figure.axes for text in _tick_texts(ax.yaxis)]
-    for row in table.itertuples(index=False):  # one labelled row per step, with where it falls
-        name = f"{row.config} {row.plan} {row.mode if isinstance(row.mode, str) else ''}".strip()
+    for row in gpu.itertuples(index=False):  # one labelled row per step, with where it falls
+        name = f"{row.plan} {row.mode}"
         assert any(name in label and where(row) in label for label in labels), name
     assert decode_bands(table.assign(serial_s=math.nan, overlapped_s=math.nan)) is None
+
+
+def test_a_cpu_step_below_its_bound_is_not_drawn_and_the_title_names_the_defect() -> None:
+    from tests.test_decode_analysis import _probe_frame
+
+    ok = decode_table(_probe_frame(20e-3), host_fits=_host_fits())
+    bad = decode_table(_probe_frame(12e-3), host_fits=_host_fits())
+    assert decode_bands(bad) is None  # nothing left to draw as a result
+    both = pd.concat([ok.assign(machine_id="a"), bad.assign(machine_id="b")], ignore_index=True)
+    title = decode_bands(both).get_suptitle().replace("\n", " ")
+    assert "1 CPU step(s) below their lower bound: a defect of the bound, not drawn" in title
 
 
 def test_gpu_decode_steps_show_the_calibrated_roofline_beside_the_datasheet_one(synthetic) -> None:

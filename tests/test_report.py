@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from analysis.decode import model_cell, where
 from analysis.fits import fit_all
 from analysis.host import BASIS_LAW, BASIS_WHOLE
 from analysis.load import SUITE, load_runs
@@ -252,7 +253,7 @@ def test_report_without_raw_samples_says_it_could_not_judge(tmp_path: Path) -> N
 
 
 def test_decode_section_of_a_real_cpu_decode_run(tmp_path: Path) -> None:
-    path = DATA / "cpu-2core-full.json"  # the full CPU suite includes the decode step
+    path = DATA / "runs" / "epyc-2core-full-1.json"  # today's full CPU suite: the step with its probe
     assert path.is_file(), f"no real CPU decode-step run at {path}"
     result = load_runs([path], samples=True)
     written = write_report(select_runs(result), tmp_path, baseline=None)
@@ -262,9 +263,9 @@ def test_decode_section_of_a_real_cpu_decode_run(tmp_path: Path) -> None:
     steps = fit_all(result.frame).decode_steps
     assert not steps.empty
     for row in steps.itertuples(index=False):
-        # The row the report prints is the decode table's, bounds and all.
-        cells = (
-            f"| {fmt_time(row.measured_s)} | min | {fmt_time(row.overlapped_s)} | {fmt_time(row.serial_s)} |"
-        )
+        # The row the report prints is the decode table's: the bound, where, the per-op model and interval.
+        cells = f"| {fmt_time(row.measured_s)} | {fmt_time(row.bound_s)} | {where(row)} | {model_cell(row)} |"
         assert cells in text
-        assert row.overlapped_s <= row.serial_s
+        assert row.bound_s <= row.op_model_low_s <= row.op_model_s <= row.op_model_high_s
+        assert not row.bound_defect and row.bandwidth_from == "probe"
+    assert "BOUND DEFECT" not in text

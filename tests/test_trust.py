@@ -189,14 +189,15 @@ def test_compare_of_tests_data_names_the_runs_it_used_and_left_out(
 ) -> None:
     assert main(["compare", str(DATA), "--no-samples"]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert out[0] == f"Runs used: 2 (2 machines): {EPYC_FULL}, {XEON_FULL}"
+    today = ", ".join(str(DATA / "runs" / f"epyc-2core-full-{i}.json") for i in (1, 2, 3))
+    assert out[0] == f"Runs used: 5 (3 machines): {EPYC_FULL}, {XEON_FULL}, {today}"
     assert out[1] == (
         f"{XEON_QUICK}: left out: a quick run (--quick; no run record: ufunc_size/many_vs_one max_time "
         "0.1 s) of a machine with full runs: fewer sizes and rounds than a full run; --include-quick pools it"
     )
     assert out[2].startswith("2 run(s) saved without a run record")
     assert main(["compare", str(DATA), "--no-samples", "--include-quick"]) == 0
-    assert capsys.readouterr().out.splitlines()[0].startswith("Runs used: 3 (2 machines)")
+    assert capsys.readouterr().out.splitlines()[0].startswith("Runs used: 6 (3 machines)")
 
 
 def test_the_legacy_quick_rule_reads_the_cpu_cases_time_budget() -> None:
