@@ -187,6 +187,14 @@ def _parser() -> argparse.ArgumentParser:
         help=f"comma-separated file formats to write, of {', '.join(FORMATS)} (default: {','.join(FORMATS)})",
     )
     plot.set_defaults(command=_plot)
+
+    summary = commands.add_parser(
+        "summary",
+        help="print the terminal summary of saved runs, as pytest prints it after the run",
+        description=_summary.__doc__,
+    )
+    summary.add_argument("paths", nargs="+", metavar="PATHS", help="saved runs: JSON files, folders or globs")
+    summary.set_defaults(command=_summary)
     return parser
 
 
@@ -343,6 +351,22 @@ def _out_folder(args: argparse.Namespace) -> Iterator[Path]:
         yield Path(args.out)
     finally:
         remove_created(created)
+
+
+def _summary(args: argparse.Namespace) -> int:
+    """Print the launchbench summary of the saved runs in PATHS: the lines ``pytest benchmarks`` printed
+    below pytest-benchmark's table when it measured them (``analysis.summary.summary_lines``), every run
+    given used as it is (no run is left out here, unlike report and compare)."""
+    from analysis.load import load_runs
+    from analysis.summary import summary_lines
+
+    result = load_runs(args.paths, samples=True)
+    if result.frame.empty:
+        for problem in result.problems:
+            _say(problem, sys.stderr)
+        raise CLIError(f"no launchbench case in {', '.join(map(str, args.paths))}")
+    _say("\n".join(summary_lines(result.frame, result.runs, result.problems)))
+    return 0
 
 
 def _report(args: argparse.Namespace) -> int:

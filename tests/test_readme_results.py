@@ -1,0 +1,43 @@
+"""Every result README.md and docs/results.md quote is regenerated from the committed runs (tests/data/runs)
+by ``tools/readme_results.py``: a figure that no longer follows from the runs fails here."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+_SPEC = importlib.util.spec_from_file_location("readme_results", ROOT / "tools" / "readme_results.py")
+readme_results = importlib.util.module_from_spec(_SPEC)
+_SPEC.loader.exec_module(readme_results)
+
+
+@pytest.mark.parametrize("name", readme_results.DOCUMENTS)
+def test_the_quoted_results_are_what_the_committed_runs_give(name: str) -> None:
+    text = (ROOT / name).read_text(encoding="utf-8")
+    blocks = readme_results._COMMAND.findall(text) + readme_results._TABLE.findall(text)
+    assert blocks, f"{name} quotes no generated block"
+    assert readme_results.regenerated(text) == text, f"{name}: run python tools/readme_results.py --write"
+
+
+def test_a_drifted_figure_is_caught(tmp_path: Path) -> None:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    table = readme_results.decode_runs_table()
+    assert table in text
+    first_row = table.splitlines()[2]
+    drifted = text.replace(first_row, first_row.replace("×", "x", 1))
+    assert readme_results.regenerated(drifted) == text  # the drift is undone, so the test above fails on it
+    assert drifted != text
+
+
+def test_every_committed_run_is_in_the_table_and_no_run_beats_its_bound() -> None:
+    table = readme_results.decode_runs_table()
+    runs = sorted(path.name for path in readme_results.RUNS.glob("*.json"))
+    assert len(runs) >= 3
+    for run in runs:
+        assert f"`{run}`" in table
+    for row in table.splitlines()[2:]:
+        ratio = float(row.split("|")[5].strip().rstrip("×"))
+        assert ratio >= 1.0, row

@@ -1,0 +1,105 @@
+"""README's and docs/'s quoted results, regenerated from the committed runs (tests/data/runs).
+
+Two kinds of generated block, each a claim that a test (tests/test_readme_results.py) holds against the runs:
+
+- a command block: a fenced ``text`` block whose first line is ``$ python -m analysis ...``; the rest is what
+  that command prints today;
+- a named table between ``<!-- generated: NAME -->`` and ``<!-- end generated -->``: ``TABLES[NAME]()``.
+
+``python tools/readme_results.py`` prints what differs; ``--write`` rewrites the blocks in place.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import os
+import re
+import shlex
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+#: The files whose blocks are generated.
+DOCUMENTS = ("README.md", "docs/results.md")
+#: Today's committed runs: every quoted figure comes from them.
+RUNS = ROOT / "tests" / "data" / "runs"
+
+_COMMAND = re.compile(r"```text\n\$ (python -m analysis [^\n]+)\n(.*?)```", re.DOTALL)
+_TABLE = re.compile(r"<!-- generated: (\w+) -->\n(.*?)<!-- end generated -->", re.DOTALL)
+
+
+def command_output(command: str) -> str:
+    """What ``python -m analysis ARGS`` prints to stdout, run in-process from the repository root."""
+    from analysis.__main__ import main
+
+    argv = shlex.split(command)[3:]
+    out, here = io.StringIO(), Path.cwd()
+    os.chdir(ROOT)  # the command's paths are the repository's (contextlib.chdir is Python 3.11+)
+    try:
+        with contextlib.redirect_stdout(out):
+            code = main(argv)
+    finally:
+        os.chdir(here)
+    if code != 0:
+        raise RuntimeError(f"{command!r} exited {code}")
+    return out.getvalue()
+
+
+def decode_runs_table() -> str:
+    """One markdown row per committed run and plan: the CPU decode step against its lower bound and the
+    per-op model, and the same-run bandwidth with its spread (``analysis.decode.decode_table``)."""
+    from analysis.decode import model_cell
+    from analysis.fits import fit_all
+    from analysis.load import load_runs
+    from model.units import fmt_percent, fmt_rate, fmt_time
+
+    rows = [
+        "| run | plan | measured | lower bound | measured ÷ bound | per-op model [95 %] | measured ÷ model "
+        "| bandwidth: best, median (IQR) |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for path in sorted(RUNS.glob("*.json")):
+        steps = fit_all(load_runs([path], samples=True).frame).decode_steps
+        for row in steps[steps["device"] == "cpu"].itertuples(index=False):
+            rows.append(
+                f"| `{path.name}` | {row.plan} | {fmt_time(row.measured_s)} | {fmt_time(row.bound_s)} | "
+                f"{row.measured_s / row.bound_s:.2f}× | {model_cell(row)} | "
+                f"{row.measured_s / row.op_model_s:.2f}× | {fmt_rate(row.reference_bytes_per_s)}, "
+                f"{fmt_rate(row.probe_median_bytes_per_s)} ({fmt_percent(row.probe_iqr_fraction)}) |"
+            )
+    return "\n".join(rows) + "\n"
+
+
+#: Named tables: name -> its generator.
+TABLES: dict[str, Callable[[], str]] = {"decode_runs": decode_runs_table}
+
+
+def regenerated(text: str) -> str:
+    """``text`` with every generated block made anew."""
+    text = _COMMAND.sub(lambda m: f"```text\n$ {m[1]}\n{command_output(m[1])}```", text)
+    return _TABLE.sub(lambda m: f"<!-- generated: {m[1]} -->\n{TABLES[m[1]]()}<!-- end generated -->", text)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--write", action="store_true", help="rewrite the blocks in place")
+    args = parser.parse_args(argv)
+    stale = []
+    for name in DOCUMENTS:
+        path = ROOT / name
+        text = path.read_text(encoding="utf-8")
+        fresh = regenerated(text)
+        if fresh != text:
+            stale.append(name)
+            if args.write:
+                path.write_text(fresh, encoding="utf-8")
+    verb = "rewritten" if args.write else "out of date (python tools/readme_results.py --write)"
+    print(f"{verb}: {', '.join(stale)}" if stale else "every generated block is up to date")
+    return 1 if stale and not args.write else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
