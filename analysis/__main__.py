@@ -39,6 +39,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, NoReturn, TextIO
 
+from analysis.cache import CACHE_ENV, default_folder
 from analysis.output import FIGURE_FORMATS as FORMATS
 from analysis.output import OutputError, check_out, check_replaceable, remove_created, staging
 from analysis.signals import WorkerLost
@@ -219,6 +220,17 @@ def _add_paths(parser: argparse.ArgumentParser) -> None:
         help="pool --quick runs with the full ones (left out by default: fewer sizes and rounds)",
     )
     parser.add_argument(
+        "--cache",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="the cache of parsed runs, so that each saved file is parsed once (Parquet; needs pyarrow, "
+        f"else every file is parsed): default ${CACHE_ENV} if set, else {default_folder()}",
+    )
+    parser.add_argument(
+        "--no-cache", action="store_true", help="parse every file; neither read nor write the cache"
+    )
+    parser.add_argument(
         "--include-partial",
         action="store_true",
         help="pool the finished cases of partial runs (interrupted, or with cases that did not finish; left "
@@ -327,8 +339,17 @@ def _loaded(args: argparse.Namespace, *modules: str, facts: Sequence[str] = ()) 
     from analysis.load import load_runs
 
     return load_runs(
-        args.paths, samples=_samples(args, points=False), facts=tuple(facts), meanwhile=_importer(*modules)
+        args.paths,
+        samples=_samples(args, points=False),
+        facts=tuple(facts),
+        meanwhile=_importer(*modules),
+        cache=_cache(args),
     )
+
+
+def _cache(args: argparse.Namespace) -> Path | None:
+    """The folder of the cache of parsed runs (``analysis.cache``), None with --no-cache."""
+    return None if args.no_cache else args.cache or default_folder()
 
 
 def _with_baseline(args: argparse.Namespace, selection: Selection) -> Selection:
@@ -404,7 +425,9 @@ def _compare(args: argparse.Namespace) -> int:
     column = fact_column(fact) if fact else None
     samples = _samples(args, points=args.points)
     meanwhile = _importer("analysis.compare", "analysis.render")
-    loaded = load_runs(args.paths, samples=samples, facts=(fact,) if fact else (), meanwhile=meanwhile)
+    loaded = load_runs(
+        args.paths, samples=samples, facts=(fact,) if fact else (), meanwhile=meanwhile, cache=_cache(args)
+    )
     if loaded.frame.empty:  # no launchbench case: any other suite's, case by case
         return _compare_cases(args, fact)
     from analysis.compare import figure_table, group_notes, point_columns, point_table

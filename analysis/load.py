@@ -57,6 +57,7 @@ from typing import TypeVar
 import numpy as np
 import pandas as pd
 
+from analysis.cache import Entry, Fresh, Key, RunCache, open_cache
 from analysis.facts import fact_text
 from analysis.schema import RUN_RECORD_KEY as RUN_RECORD_KEY  # the data contract's keys, re-exported
 from analysis.schema import SUITE, CheckedRun, check_run, printable
@@ -231,6 +232,7 @@ def load_runs(
     samples: Samples,
     facts: Sequence[str] = (),
     meanwhile: Callable[[], object] | None = None,
+    cache: Path | None = None,
 ) -> LoadResult:
     """Read every saved run under ``paths`` into one frame; never raises for a bad file.
 
@@ -240,7 +242,9 @@ def load_runs(
     benchmark picks (``Samples``; a module-level function, as it may be sent to worker processes).
     ``facts``: names of run facts (``analysis.facts``) to read into ``runs`` as text, one column
     ``fact:<name>`` each (None where a run does not record it), so a comparison can group by them.
-    ``meanwhile``: called here while the files are parsed (``map_batches``).
+    ``meanwhile``: called here while the files are parsed (``map_batches``). ``cache``: the folder of the
+    cache of parsed files (``analysis.cache``): files unchanged since a load with the same ``samples`` and
+    ``facts`` are read from it instead of parsed; None (the default) parses every file.
 
     Each path is a file, a folder (searched recursively for ``*.json``, as pytest-benchmark's storage nests
     runs in one folder per platform) or a glob (``**`` allowed). A file that cannot be read, is not JSON, is
@@ -248,18 +252,122 @@ def load_runs(
     skipped; so does a path that matches nothing, and a folder under a path that cannot be read.
     """
     files, problems = _expand(paths)
+    store = open_cache(cache, samples, facts) if cache is not None else None
+    keys, hits = store.lookup(files) if store is not None else ([], {})
+    reading = _Reading(store, hits) if hits else None  # segments read while the rest parse and import
+    fresh = [index for index in range(len(files)) if index not in hits]
+    batches = map_batches(_read_batch, [files[i] for i in fresh], samples, tuple(facts), meanwhile=meanwhile)
+    parts = reading.parts() if reading is not None else {}
+    if len(parts) < len(hits):  # a segment that cannot be read: its files are parsed now
+        lost = [index for index in hits if index not in parts]
+        batches += map_batches(_read_batch, [files[i] for i in lost], samples, tuple(facts))
+        fresh += lost
     columns: dict[str, list[Column | int]] = {}
     count = 0
+    for batch in batches:
+        count = _append_columns(columns, count, batch.columns)
+    fresh_columns = {key: _joined(parts_) for key, parts_ in columns.items()}
+    parsed = _fresh_entries(fresh, keys, batches)
+    if store is not None and parsed:
+        store.store(fresh_columns, list(parsed.values()))
+    if hits:  # cached and parsed files, in the order of ``files``
+        return _assembled(store, files, problems, parts, fresh_columns, parsed, facts)
+    runs = [run for batch in batches for run in batch.runs]
+    return LoadResult(
+        frame=_frame(fresh_columns),
+        problems=tuple(problems + [line for batch in batches for line in batch.problems]),
+        files_used=tuple(path for batch in batches for path in batch.used),
+        runs=pd.DataFrame(runs, columns=[*RUN_INFO_COLUMNS, *(fact_column(name) for name in facts)]),
+    )
+
+
+def _slice(values: Column, first: int, end: int, kind: str | None) -> Column:
+    """Rows ``first`` to ``end`` of a cached or fresh column, packed as a batch of those rows would be
+    (``_packed``); texts stay a list (``_packed`` keeps a list of texts as it is, so it is skipped)."""
+    if isinstance(values, np.ndarray):
+        return values[first:end]
+    part = values[first:end]
+    return part if kind == "text" else _packed(part)
+
+
+def _fresh_entries(fresh: list[int], keys: list[Key | None], batches: list[_Batch]) -> dict[int, Fresh]:
+    """The files parsed now (by position in the files loaded, ``fresh`` in the order parsed), with their
+    cache keys (``keys``, empty without a cache) and their rows' place among the rows joined."""
+    runs = iter(run for batch in batches for run in batch.runs)
+    files = (entry for batch in batches for entry in batch.files)
+    entries = {}
+    first = 0
+    for index, (count, lines, row_keys) in zip(fresh, files, strict=True):
+        key = keys[index] if keys else None
+        entries[index] = Fresh(key, first, count, next(runs) if count else None, lines, row_keys)
+        first += count
+    return entries
+
+
+class _Reading:
+    """The cached rows of ``hits`` read in a thread (Parquet is read without holding the GIL), while the
+    command parses the other files and imports what it needs next."""
+
+    def __init__(self, store: RunCache, hits: dict[int, Entry]) -> None:
+        self._hits = hits
+        self._store = store
+        self._readable: dict[str, bool] = {}
+        self._thread = threading.Thread(target=self._read, name="cache-read", daemon=True)
+        self._thread.start()
+
+    def _read(self) -> None:
+        for entry in self._hits.values():
+            if entry.segment not in self._readable:
+                try:
+                    self._store.columns(entry.segment)
+                    self._readable[entry.segment] = True
+                except Exception:  # a damaged or vanished segment (pyarrow's errors vary): parse its files
+                    self._readable[entry.segment] = False
+
+    def parts(self) -> dict[int, Entry]:
+        """The hits whose segment could be read."""
+        self._thread.join()
+        return {i: entry for i, entry in self._hits.items() if self._readable.get(entry.segment, False)}
+
+
+def _assembled(
+    store: RunCache,
+    files: list[Path],
+    problems: list[str],
+    parts: dict[int, Entry],
+    fresh_columns: dict[str, Column],
+    parsed: dict[int, Fresh],
+    facts: Sequence[str],
+) -> LoadResult:
+    """``load_runs``' result from cached files (``parts``, by position in ``files``) and the files parsed
+    now (``parsed``): the rows of consecutive files from one source joined as one part, as a batch's are."""
+    pieces: list[list] = []  # [segment (None: parsed now), first row, end row, the keys of each file]
     runs: list[dict[str, object]] = []
     used: list[Path] = []
-    for batch in map_batches(_read_batch, files, samples, tuple(facts), meanwhile=meanwhile):
-        count = _append_columns(columns, count, batch.columns)
-        runs.extend(batch.runs)
-        problems.extend(batch.problems)
-        used.extend(batch.used)
+    lines = list(problems)
+    for index, path in enumerate(files):
+        entry = parts.get(index) or parsed[index]
+        source = entry.segment if isinstance(entry, Entry) else None
+        lines.extend(entry.problems)
+        if not entry.count:
+            continue
+        runs.append(entry.run)
+        used.append(path)
+        if pieces and pieces[-1][0] == source and pieces[-1][2] == entry.first:
+            pieces[-1][2] += entry.count
+            pieces[-1][3].append(entry.keys)
+        else:
+            pieces.append([source, entry.first, entry.first + entry.count, [entry.keys]])
+    columns: dict[str, list[Column | int]] = {}
+    total = 0
+    for source, first, end, key_lists in pieces:
+        data, kinds = (fresh_columns, {}) if source is None else store.columns(source)
+        names = dict.fromkeys(key for keys in key_lists for key in keys)
+        piece = {name: _slice(data[name], first, end, kinds.get(name)) for name in names}
+        total = _append_columns(columns, total, piece)
     return LoadResult(
-        frame=_frame({key: _joined(parts) for key, parts in columns.items()}),
-        problems=tuple(problems),
+        frame=_frame({key: _joined(parts_) for key, parts_ in columns.items()}),
+        problems=tuple(lines),
         files_used=tuple(used),
         runs=pd.DataFrame(runs, columns=[*RUN_INFO_COLUMNS, *(fact_column(name) for name in facts)]),
     )
@@ -282,9 +390,10 @@ def _expand(paths: Iterable[str | Path]) -> tuple[list[Path], list[str]]:
     files: list[Path] = []
     problems: list[str] = []
     seen: set[Path] = set()
+    parents: dict[Path, Path] = {}
 
     def add(path: Path) -> None:
-        key = path.resolve()
+        key = _resolved(path, parents)
         if key not in seen:
             seen.add(key)
             files.append(path)
@@ -321,6 +430,17 @@ def _expand(paths: Iterable[str | Path]) -> tuple[list[Path], list[str]]:
             reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
             problems.append(f"{printable(text)}: the OS refuses this path ({reason}): skipped")
     return files, problems
+
+
+def _resolved(path: Path, parents: dict[Path, Path]) -> Path:
+    """``path.resolve()``, its folder's resolution taken from ``parents`` (and kept there): resolving each of
+    10⁵ files of one folder component by component took most of a fleet's expansion time."""
+    if os.path.islink(path) or path.name in ("", ".", ".."):  # noqa: PTH114 (no Path object made per file)
+        return path.resolve()
+    parent = parents.get(path.parent)
+    if parent is None:
+        parent = parents[path.parent] = path.parent.resolve()
+    return parent / path.name
 
 
 def _regular(path: Path, problems: list[str]) -> bool:
@@ -420,6 +540,8 @@ class _Batch:
     runs: list[dict[str, object]]
     problems: list[str]
     used: list[Path]
+    #: Per file of the batch, in order: its rows, problem lines and rows' keys (for the cache's entries).
+    files: list[tuple[int, list[str], tuple[str, ...]]] = field(default_factory=list)
 
 
 def _read_batch(paths: list[Path], samples: Samples, facts: Sequence[str]) -> _Batch:
@@ -434,9 +556,11 @@ def _read_batch(paths: list[Path], samples: Samples, facts: Sequence[str]) -> _B
     for path in paths:
         rows, run, problems = _read_file(path, samples, facts)
         batch.problems.extend(problems)
+        keys = tuple(dict.fromkeys(key for row in rows for key in row))  # in order of first appearance
+        batch.files.append((len(rows), problems, keys))
         if not rows:
             continue
-        for key in dict.fromkeys(key for row in rows for key in row):  # in order of first appearance
+        for key in keys:
             if key not in values:
                 values[key] = [math.nan] * count
             column = (row.get(key, math.nan) for row in rows)

@@ -25,9 +25,6 @@ from collections.abc import Mapping
 
 import pandas as pd
 
-from model.tables import format_table
-from model.units import fmt_count, fmt_percent, fmt_time
-
 #: The per-case statistic (a pytest-benchmark stats column, seconds per timed call): the fastest round.
 STATISTIC = "min"
 
@@ -178,71 +175,3 @@ def attention_terms(frame: pd.DataFrame) -> pd.DataFrame:
             }
         )
     return pd.DataFrame(table, columns=list(ATTENTION_COLUMNS))
-
-
-def summary_lines(frame: pd.DataFrame, machine_id: str, t0_s: float) -> list[str]:
-    """The per-op lines of one machine's CPU decode summary: the floor step against its two prices, then
-    each op's fixed cost with its calls per step; none when the machine has neither case."""
-    floors = floor_table(frame, {machine_id: t0_s})
-    floors = floors[floors["machine_id"] == machine_id]
-    costs = op_costs(frame)
-    costs = costs[costs["machine_id"] == machine_id]
-    lines: list[str] = []
-    if not floors.empty:
-        lines.extend(_floor_lines(floors))
-    if not costs.empty:
-        lines.extend(_cost_lines(costs, floors))
-    return lines
-
-
-def _floor_lines(floors: pd.DataFrame) -> list[str]:
-    first = floors.iloc[0]
-    lines = [
-        f"  overhead floor: the same call list on {first['config']}, ctx {fmt_count(first['ctx'])}, where "
-        "data costs nothing (fastest round)",
-        "    Σ per-op: each call at its op's measured fixed cost; calls × t0: the seed's one t0 per call",
-    ]
-    cells = [
-        [
-            str(row.plan),
-            fmt_count(row.n_calls),
-            fmt_time(row.floor_s),
-            _time(row.op_sum_s),
-            _share(row.op_sum_s, row.floor_s),
-            _time(row.t0_sum_s),
-            _share(row.t0_sum_s, row.floor_s),
-            _time(row.left_out_s),
-        ]
-        for row in floors.itertuples(index=False)
-    ]
-    headers = ["plan", "numpy calls", "floor", "Σ per-op", "of floor", "calls × t0", "of floor"]
-    headers.append("left out (floor − Σ per-op)")
-    lines.extend(f"    {line}" for line in format_table(headers, cells).splitlines())
-    lines.append(
-        "    left out: the Python work between the calls (op bodies, views, reshapes, transposes, slices), "
-        "which no op's figure holds"
-    )
-    for row in floors.itertuples(index=False):
-        if row.missing_ops:
-            lines.append(f"    {row.plan}: no measured cost for {', '.join(row.missing_ops)}: no Σ per-op")
-    return lines
-
-
-def _cost_lines(costs: pd.DataFrame, floors: pd.DataFrame) -> list[str]:
-    plans = [str(plan) for plan in floors["plan"]]
-    counts = [row.op_counts for row in floors.itertuples(index=False)]
-    lines = ["  fixed cost per numpy call, by op: the step's own calls replayed where data costs nothing"]
-    cells = []
-    for row in costs.sort_values("cost_s", ascending=False).itertuples(index=False):
-        cells.append([str(row.op), fmt_time(row.cost_s), *(fmt_count(c.get(row.op, 0)) for c in counts)])
-    headers = ["op", "per call", *(f"calls/step {plan}" for plan in plans)]
-    lines.extend(f"    {line}" for line in format_table(headers, cells).splitlines())
-    return lines
-
-
-def _time(seconds: float) -> str:
-    return "n/a" if not math.isfinite(seconds) else fmt_time(seconds)
-
-
-def _share(part: float, whole: float) -> str:
-    return fmt_percent(part / whole) if math.isfinite(part) and whole > 0 else "n/a"

@@ -13,12 +13,13 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
 from analysis import ops
 from analysis.compare import BY_MACHINE, figure_table, group_runs
-from analysis.decode import bound_defect_lines, model_cell, where
+from analysis.decode_text import bound_defect_lines, model_cell, where
 from analysis.figures import FIGURES_DIR, publish_figures, write_figures
 from analysis.fits import Fits, fit_all
 from analysis.host import BANDWIDTH_OPS
@@ -282,7 +283,7 @@ def _decode_lines(fits: Fits, figures: dict[str, str]) -> list[str]:
 
 def _cpu_decode_lines(steps: pd.DataFrame) -> list[str]:
     """The CPU table of the decode section (``_decode_lines``)."""
-    lines = [
+    intro = (
         "CPU (numpy), one token per step. Lower bound: the step's own matrix-vector products alone (the "
         "probe, one round before each of the step's rounds, so both see the same conditions), plus the "
         "overhead floor's work outside the probe's calls; numpy runs its calls one after another, so nothing "
@@ -290,14 +291,13 @@ def _cpu_decode_lines(steps: pd.DataFrame) -> list[str]:
         "the other calls at their op's measured cost + the floor's remainder, with a 95 % percentile "
         "bootstrap interval over the probe's and attention's rounds. Statistic: the fastest round (min) on "
         "both sides. Runs older than the probe have the seed's model at the best host bandwidth instead: an "
-        "estimate, no bound.",
-        "",
-    ]
-    rows = [
-        [
-            row.machine_id,
-            row.config,
-            row.plan,
+        "estimate, no bound."
+    )
+    header = ["numpy calls", "measured step", "lower bound", "where", "per-op model [95 %]"]
+    header += ["measured ÷ model", "bandwidth", "bandwidth from", "cache-resident"]
+
+    def cells(row: Any) -> list[str]:
+        return [
             fmt_count(row.ops_per_step),
             fmt_time(row.measured_s),
             _maybe(row.bound_s, fmt_time),
@@ -308,11 +308,8 @@ def _cpu_decode_lines(steps: pd.DataFrame) -> list[str]:
             str(row.bandwidth_from) if isinstance(row.bandwidth_from, str) else "",
             "yes" if row.cache_resident is True else "no" if row.cache_resident is False else "unknown",
         ]
-        for row in steps.itertuples(index=False)
-    ]
-    header = ["machine", "model", "plan", "numpy calls", "measured step", "lower bound", "where"]
-    header += ["per-op model [95 %]", "measured ÷ model", "bandwidth", "bandwidth from", "cache-resident"]
-    lines += [*markdown_table(header, rows), ""]
+
+    lines = _step_table(intro, steps, header, cells)
     defects = bound_defect_lines(steps)
     if defects:
         lines += [f"- {line}" for line in defects] + [""]
@@ -321,19 +318,18 @@ def _cpu_decode_lines(steps: pd.DataFrame) -> list[str]:
 
 def _gpu_decode_lines(steps: pd.DataFrame) -> list[str]:
     """The GPU table of the decode section (``_decode_lines``)."""
-    lines = [
+    intro = (
         "GPU, one token per step. Predicted: the roofline step on its spec (the datasheet's, a MIG slice's "
         "share or one derived from the device's attributes, as the spec column says) plus the per-launch "
         "cost fitted in the same run, overlapped and serial. Where: between the bounds, 0 = at the "
         "overlapped one and 1 = at the serial one; outside them, the ratio to the nearer bound. Statistic: "
-        "the median of the rounds.",
-        "",
-    ]
-    rows = [
-        [
-            row.machine_id,
-            row.config,
-            row.plan,
+        "the median of the rounds."
+    )
+    header = ["mode", "kernels", "measured step", "overlapped", "serial", "where", "achieved"]
+    header += ["of spec bandwidth", "spec"]
+
+    def cells(row: Any) -> list[str]:
+        return [
             "" if pd.isna(row.mode) else str(row.mode),
             fmt_count(row.ops_per_step),
             fmt_time(row.measured_s),
@@ -344,11 +340,17 @@ def _gpu_decode_lines(steps: pd.DataFrame) -> list[str]:
             _maybe(row.bandwidth_fraction, fmt_percent),
             row.spec_from if isinstance(row.spec_from, str) else "",
         ]
-        for row in steps.itertuples(index=False)
-    ]
-    header = ["machine", "model", "plan", "mode", "kernels", "measured step", "overlapped", "serial"]
-    header += ["where", "achieved", "of spec bandwidth", "spec"]
-    return [*lines, *markdown_table(header, rows), ""]
+
+    return _step_table(intro, steps, header, cells)
+
+
+def _step_table(
+    intro: str, steps: pd.DataFrame, header: list[str], cells: Callable[[Any], list[str]]
+) -> list[str]:
+    """A table of the decode section: ``intro``, then one row per step of ``steps``: its machine, model and
+    plan, then ``cells(row)`` under ``header``."""
+    rows = [[row.machine_id, row.config, row.plan, *cells(row)] for row in steps.itertuples(index=False)]
+    return [intro, "", *markdown_table(["machine", "model", "plan", *header], rows), ""]
 
 
 def _ops_lines(frame: pd.DataFrame, fits: Fits, figures: dict[str, str]) -> list[str]:

@@ -17,7 +17,7 @@ whose ids agree but whose logical CPU counts differ (a resized VM) are kept apar
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 
 import pandas as pd
@@ -167,15 +167,7 @@ def _split_by_core_count(
             f"machine {machine_id}: runs with {', '.join(map(str, counts))} logical CPUs are kept apart as "
             f"{len(counts)} machines: {'; '.join(dict.fromkeys(new_ids))}"
         )
-    if not renamed:
-        return runs, frame
-    runs = runs.assign(
-        machine_id=[renamed.get(s, m) for s, m in zip(runs["source"], runs["machine_id"], strict=True)]
-    )
-    frame = frame.assign(
-        machine_id=[renamed.get(s, m) for s, m in zip(frame["source"], frame["machine_id"], strict=True)]
-    )
-    return runs, frame
+    return _renamed(runs, frame, renamed)
 
 
 def _mark_quick(
@@ -200,15 +192,21 @@ def _mark_quick(
             "(--include-quick)"
         )
         notes.append(f"machine {machine_id}: {what}; shown as {new_id}")
+    return _renamed(runs, frame, renamed)
+
+
+def _renamed(
+    runs: pd.DataFrame, frame: pd.DataFrame, renamed: Mapping[str, str]
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """``runs`` and ``frame`` with the ``machine_id`` of every run in ``renamed`` (source -> new id) replaced,
+    in both, so that a run and its rows keep one id."""
     if not renamed:
         return runs, frame
-    runs = runs.assign(
-        machine_id=[renamed.get(s, m) for s, m in zip(runs["source"], runs["machine_id"], strict=True)]
-    )
-    frame = frame.assign(
-        machine_id=[renamed.get(s, m) for s, m in zip(frame["source"], frame["machine_id"], strict=True)]
-    )
-    return runs, frame
+
+    def ids(table: pd.DataFrame) -> list[str]:
+        return [renamed.get(s, m) for s, m in zip(table["source"], table["machine_id"], strict=True)]
+
+    return runs.assign(machine_id=ids(runs)), frame.assign(machine_id=ids(frame))
 
 
 def _stored_id_conflicts(runs: pd.DataFrame) -> list[str]:

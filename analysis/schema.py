@@ -22,8 +22,10 @@ exactly.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import math
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -150,9 +152,17 @@ def shown(value: object, most: int = 60) -> str:
 
 def printable(text: object) -> str:
     """``text`` as it may appear inside a one-line message: unchanged when printable, else its repr (a name
-    holding a newline or an unpaired surrogate would otherwise break the line or the terminal)."""
+    holding a newline or an unpaired surrogate would otherwise break the line or the terminal); and any
+    character the standard output cannot encode as a backslash escape ("\\xb5"), so that the output's own
+    ASCII spellings of units (µ → u, ``model.units.text_for_encoding``) never turn a file's name into
+    another name."""
     text = str(text)
-    return text if text.isprintable() else repr(text)
+    text = text if text.isprintable() else repr(text)
+    encoding = getattr(sys.stdout, "encoding", None)
+    if encoding:
+        with contextlib.suppress(LookupError):
+            return text.encode(encoding, "backslashreplace").decode(encoding)
+    return text
 
 
 # --- the checks of one value --------------------------------------------------------------------------------

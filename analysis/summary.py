@@ -3,7 +3,8 @@ family's section, from one frame.
 
 The same functions serve ``pytest benchmarks`` (the in-memory run) and ``python -m analysis`` (saved runs),
 so the summary and the report of a saved run agree. The families compute (frames and frozen values); the
-lines of text are written here, one floor above them (``host_section`` for the CPU family).
+lines of text are written one floor above them: here for the CPU family (``host_section``), in
+``analysis.launch_text`` and ``analysis.decode_text`` for the GPU launch suite and the decode step.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from collections.abc import Callable, Sequence
 
 import pandas as pd
 
-from analysis import decode, launch
+from analysis import decode_text, launch_text
 from analysis.fits import Fits, fit_all
 from analysis.host import DRAM_LLC_FACTOR
 from analysis.intervals import positive_interval
@@ -196,6 +197,6 @@ def _many_vs_one_lines(predictions: pd.DataFrame) -> list[str]:
 #: are absent.
 SECTIONS: tuple[Callable[[pd.DataFrame, Fits], list[str]], ...] = (
     host_section,
-    launch.summary_section,
-    decode.summary_section,
+    launch_text.summary_section,
+    decode_text.summary_section,
 )

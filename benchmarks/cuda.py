@@ -26,9 +26,14 @@ from collections.abc import Callable, Iterator
 from types import ModuleType
 from typing import Any
 
+from benchmarks.run_notes import record_fault
+
 #: The probe's kernel: header-free, with a visible result.
 PROBE_SOURCE = 'extern "C" __global__ void launchbench_probe(int* out) { *out = 42; }'
 PROBE_VALUE = 42
+#: Options passed to NVRTC for every module, the probe's and ``benchmarks.kernels``' (CuPy 14 also defaults
+#: to C++17; older CuPy does not).
+COMPILE_OPTIONS = ("-std=c++17",)
 _INSTALL_HINT = (
     "pip install 'launchbench[cuda13]' or '[cuda12]': their CuPy brings the CUDA libraries; or install a "
     "CUDA toolkit"
@@ -41,8 +46,6 @@ def _error(error: BaseException) -> str:
 
 def _run_probe_kernel(cupy: ModuleType) -> None:
     """Compile ``PROBE_SOURCE``, launch it once, wait, and check what it wrote."""
-    from benchmarks.kernels import COMPILE_OPTIONS
-
     kernel = cupy.RawModule(code=PROBE_SOURCE, options=COMPILE_OPTIONS).get_function("launchbench_probe")
     out = cupy.zeros(1, dtype=cupy.int32)
     kernel((1,), (1,), (out,))
@@ -163,13 +166,11 @@ def gpu_info(device_id: int = 0) -> dict[str, object] | None:
 
 @contextlib.contextmanager
 def device_failures(config: Any, what: str) -> Iterator[None]:
-    """Record an exception raised while ``what`` as one fault line of the run (``run_record.record_fault``:
+    """Record an exception raised while ``what`` as one fault line of the run (``run_notes.record_fault``:
     the run record then says the GPU failed, and how), then let it propagate: the case fails with it and the
     other cases, the CPU ones included, still run and are saved."""
     try:
         yield
     except Exception as error:
-        from benchmarks.run_record import record_fault
-
         record_fault(config, f"GPU: {what}: {_error(error)}")
         raise

@@ -298,21 +298,6 @@ def gpu_slowdown(start: dict[str, Any], end: dict[str, Any]) -> list[str]:
     return sorted(seen)
 
 
-def record_fact(config: Any, name: str, value: object) -> None:
-    """Save ``value`` (plain JSON) as fact ``name`` of this run, e.g. ``"gpu.timer_tick_ns"``; a no-op when
-    the session keeps no record (the benchmark plugin is off)."""
-    record = getattr(config, "_launchbench_run", None)
-    if record is not None:
-        record.facts[name] = value
-
-
-def record_fault(config: Any, line: str) -> None:
-    """Save one line about an error the run survived (it is also printed in the summary)."""
-    record = getattr(config, "_launchbench_run", None)
-    if record is not None:
-        record.faults.append(line)
-
-
 #: The signals that stop a benchmark run and still save what it measured, and how the record names each.
 STOP_SIGNALS = {"SIGINT": "SIGINT (Ctrl-C)", "SIGTERM": "SIGTERM", "SIGHUP": "SIGHUP"}
 

@@ -37,6 +37,7 @@ import numpy as np
 from benchmarks import kernels
 from benchmarks.cuda import cupy_module
 from benchmarks.cuda_timing import Launch
+from benchmarks.run_notes import record_fact
 
 #: Timer time each calibration kernel counts cycles over, ns (≥ 1 ms: a 1 µs timer step is then ≤ 0.1 %).
 CALIBRATION_NS = 2_000_000
@@ -295,8 +296,6 @@ def achieved(elapsed: np.ndarray, clock: SpinClock) -> Achieved:
 def record_clock_facts(config: Any, clock: SpinClock, name: str = "gpu.spin_clock") -> None:
     """Save ``clock`` in the run record: ``name`` (the calibration), and at the run's first calibration the
     timer's tick, ``gpu.timer_tick_ns`` (median advance) and ``gpu.timer_advances_ns`` (min, median, max)."""
-    from benchmarks.run_record import record_fact
-
     record_fact(config, name, clock.as_fact())
     if name == "gpu.spin_clock":
         record_fact(config, "gpu.timer_tick_ns", clock.tick_ns)

@@ -36,7 +36,7 @@ median of a separate set of CUDA-event-timed submissions, so recording events ne
 Kernels are compiled, graphs captured and instantiated, and every call warmed up before any timing.
 Per-call figures are saved as they are; dividing by ``n_kernels`` happens once, in ``analysis/launch.py``.
 
-Facts of the run (``benchmarks.run_record.record_fact``): ``gpu.spin_clock`` (cycles per ns and its spread)
+Facts of the run (``benchmarks.run_notes.record_fact``): ``gpu.spin_clock`` (cycles per ns and its spread)
 and ``gpu.spin_clock_end`` (the same, measured again after the module), ``gpu.timer_tick_ns`` and
 ``gpu.timer_advances_ns``, ``gpu.enqueue_depth`` and ``gpu.enqueue_depth_detail``.
 """
@@ -73,7 +73,7 @@ from benchmarks.cuda_timing import (
 )
 from benchmarks.launch_ex import ex_eager, pdl_reason
 from benchmarks.records import record
-from benchmarks.run_record import record_fact
+from benchmarks.run_notes import record_fact
 from benchmarks.spin_clock import (
     SpinClock,
     achieved,

@@ -50,7 +50,7 @@ from benchmarks.decode_numpy import (
 )
 from benchmarks.provenance import collect_caches
 from benchmarks.records import record
-from benchmarks.run_record import record_fact
+from benchmarks.run_notes import record_fact
 from benchmarks.spin_clock import spin
 from model.hardware import resolve_gpu_spec
 from model.llm import LLAMA32_1B, ModelConfig

@@ -52,23 +52,15 @@ from benchmarks.decode_numpy import (
     REFERENCE_TOLERANCE,
     DecodeWeights,
     KVCache,
-    cpu_decode_config,
     random_kv_cache,
     random_weights,
     reference_error,
     reference_logits,
 )
-from benchmarks.provenance import collect_caches
 from benchmarks.records import record
-from benchmarks.run_record import record_fact
-from benchmarks.test_decode_step import CTX, FP32_PLAN_TOLERANCE, TOKEN
-from benchmarks.test_numpy_calls import (
-    BYTES_PER_ELEMENT,
-    QUICK_SIZES,
-    SIZES,
-    calls_per_round,
-    dram_size,
-)
+from benchmarks.run_notes import record_fact
+from benchmarks.test_decode_step import CTX, FP32_PLAN_TOLERANCE, TOKEN, cpu_config
+from benchmarks.test_numpy_calls import BYTES_PER_ELEMENT, calls_per_round, ufunc_sizes
 
 #: The callers of ``framework_call``: (framework, threads setting); "default" keeps the framework's own.
 CALLERS = (("numpy", None), ("torch", 1), ("torch", "default"), ("jax", None))
@@ -94,12 +86,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     config = metafunc.config
     quick = config.getoption("quick")
     if metafunc.definition.name == "test_framework_call":
-        info: dict[str, object] = {}
-        collect_caches(info)
-        sizes = list(QUICK_SIZES if quick else SIZES)
-        extra = dram_size(info["llc_bytes"])
-        if extra is not None:
-            sizes.append(extra)
+        sizes = ufunc_sizes(quick)
         params = []
         for framework, threads in CALLERS:
             group = f"framework_call {_caller_id(framework, threads)}: add float32; id n<elements>-x<calls>"
@@ -259,10 +246,7 @@ class _CpuModel:
 @pytest.fixture(scope="module")
 def cpu_model() -> _CpuModel:
     """The CPU decode case's model on this machine (weights ≥ 2 × LLC), its cache and reference (≈ 1 s)."""
-    caches: dict[str, object] = {}
-    collect_caches(caches)
-    llc_bytes = caches.get("llc_bytes")
-    cfg = cpu_decode_config(llc_bytes if isinstance(llc_bytes, int) else None)
+    cfg = cpu_config()
     weights = random_weights(cfg)
     cache = random_kv_cache(cfg, CTX)
     return _CpuModel(weights, cache, reference_logits(weights, cache, TOKEN))

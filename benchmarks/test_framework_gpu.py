@@ -47,7 +47,7 @@ from benchmarks.cuda_timing import LADDER_ARGS, ladder_kernel_name
 from benchmarks.decode_frameworks import decode_logits, step_arrays, step_bytes, torch_ops
 from benchmarks.decode_numpy import reference_error
 from benchmarks.records import record
-from benchmarks.run_record import record_fact
+from benchmarks.run_notes import record_fact
 from benchmarks.test_decode_step import CTX, FP16_PLAN_TOLERANCE, GPU_REFERENCE_TOLERANCE, TOKEN
 from benchmarks.triton_kernels import ladder_args, ladder_kernels
 from model.llm import LLAMA32_1B
@@ -152,58 +152,42 @@ def capture_torch_graph(torch: Any, submit: Submit) -> Any:
 # ------------------------------------------------------------------------------------------------------------
 
 
-def _tiny_add(torch: Any) -> tuple[Any, Any, Callable[[], Any]]:
-    """One-element ``a`` (random), ``o``, and the tiny op ``torch.add(a, a, out=o)``."""
+def _time_torch_add(benchmark: Any, request: pytest.FixtureRequest, n_kernels: int, graph: bool) -> None:
+    """Time ``n_kernels`` calls of ``torch.add(a, a, out=o)`` on one element per timed call, launched eagerly
+    or replayed from a CUDA graph that captured them; check that ``o`` is 2·a after, and record the case."""
+    torch = _gpu("torch")
     a = torch.rand(1, device="cuda")
     o = torch.full_like(a, math.nan)
-    return a, o, functools.partial(torch.add, a, a, out=o)
-
-
-def _check_double(torch: Any, a: Any, o: Any, what: str) -> None:
-    torch.cuda.synchronize()
-    assert torch.equal(o, a * 2), f"{what}: o is not 2·a"
-
-
-@pytest.mark.benchmark(group="framework_launch torch")
-def test_torch_launch(benchmark: Any, request: pytest.FixtureRequest) -> None:
-    torch = _gpu("torch")
-    a, o, add = _tiny_add(torch)
-    submit = repeat(add, LADDER_N)
+    submit = repeat(functools.partial(torch.add, a, a, out=o), n_kernels)
+    if graph:
+        submit = capture_torch_graph(torch, submit).replay
+        o.fill_(math.nan)  # the capture's warm-up wrote it: the replays must write it again
     gpu_time_s = time_torch(benchmark, request, torch, submit)
-    _check_double(torch, a, o, "torch.add eager")
+    torch.cuda.synchronize()
+    what = f"torch.add graph of {n_kernels}" if graph else "torch.add eager"
+    assert torch.equal(o, a * 2), f"{what}: o is not 2·a"
     record(
         benchmark,
         case="framework_launch",
         device="cuda",
         op="torch.add",
         framework="torch",
-        layer="torch",
-        mode="eager",
-        n_kernels=LADDER_N,
+        layer="torch_graph" if graph else "torch",
+        mode="graph" if graph else "eager",
+        n_kernels=n_kernels,
         gpu_time_s=gpu_time_s,
     )
+
+
+@pytest.mark.benchmark(group="framework_launch torch")
+def test_torch_launch(benchmark: Any, request: pytest.FixtureRequest) -> None:
+    _time_torch_add(benchmark, request, LADDER_N, graph=False)
 
 
 @pytest.mark.benchmark(group="framework_launch torch_graph")
 @pytest.mark.parametrize("n_kernels", GRAPH_N)
 def test_torch_graph_launch(benchmark: Any, request: pytest.FixtureRequest, n_kernels: int) -> None:
-    torch = _gpu("torch")
-    a, o, add = _tiny_add(torch)
-    graph = capture_torch_graph(torch, repeat(add, n_kernels))
-    o.fill_(math.nan)
-    gpu_time_s = time_torch(benchmark, request, torch, graph.replay)
-    _check_double(torch, a, o, f"torch.add graph of {n_kernels}")
-    record(
-        benchmark,
-        case="framework_launch",
-        device="cuda",
-        op="torch.add",
-        framework="torch",
-        layer="torch_graph",
-        mode="graph",
-        n_kernels=n_kernels,
-        gpu_time_s=gpu_time_s,
-    )
+    _time_torch_add(benchmark, request, n_kernels, graph=True)
 
 
 @pytest.mark.benchmark(group="framework_launch triton")

@@ -70,18 +70,22 @@ def dram_size(llc_bytes: int | None) -> int | None:
     return -(-2 * llc_bytes // (BYTES_PER_ELEMENT * step)) * step
 
 
+def ufunc_sizes(quick: bool) -> list[int]:
+    """The sizes of ``ufunc_size`` (elements): ``SIZES``, or ``QUICK_SIZES`` under ``--quick``, and a size
+    past this machine's last-level cache where 2^24 is not (``dram_size``)."""
+    info: dict[str, object] = {}
+    collect_caches(info)
+    extra = dram_size(info["llc_bytes"])
+    return [*(QUICK_SIZES if quick else SIZES), *([] if extra is None else [extra])]
+
+
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     """Parametrise the cases: the full sweep, or fewer sizes, pieces and seconds under ``--quick``."""
     config = metafunc.config
     quick = config.getoption("quick")
     max_time_s = QUICK_MAX_TIME_S if quick else MAX_TIME_S
     if metafunc.definition.name == "test_ufunc_size":
-        info: dict[str, object] = {}
-        collect_caches(info)
-        sizes = list(QUICK_SIZES if quick else SIZES)
-        extra = dram_size(info["llc_bytes"])
-        if extra is not None:
-            sizes.append(extra)
+        sizes = ufunc_sizes(quick)
         group = "ufunc_size: np.add(a, a, out=o) float32; id n<elements>-x<calls per timed call>"
         mark = timing_mark(config, group, max_time_s)
         metafunc.parametrize("n", [pytest.param(n, id=case_id(n), marks=mark) for n in sizes])

@@ -48,27 +48,17 @@ from benchmarks.decode_numpy import (
     NumpyDecodeStep,
     build_numpy_step,
     check_against_reference,
-    cpu_decode_config,
     op_identity,
     random_kv_cache,
     random_weights,
     reference_logits,
 )
-from benchmarks.provenance import collect_caches
 from benchmarks.records import record
-from benchmarks.run_record import record_fact
+from benchmarks.run_notes import record_fact
+from benchmarks.test_decode_step import cpu_config
 from model.llm import ModelConfig
 
-
-def _step_layers() -> int:
-    """Layers of the decode step this machine benchmarks (``cpu_decode_config`` of its last-level cache)."""
-    caches: dict[str, object] = {}
-    collect_caches(caches)
-    llc_bytes = caches.get("llc_bytes")
-    return cpu_decode_config(llc_bytes if isinstance(llc_bytes, int) else None).n_layers
-
-
-_LAYERS = _step_layers()
+_LAYERS = cpu_config().n_layers
 #: The overhead floor's model: the benchmark model's layers (on this machine) and GQA group (4 query heads per
 #: KV head), every other size a few elements, so data costs nothing and the call list is the benchmark step's.
 FLOOR = ModelConfig(

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import os
 
+import pytest
+
 try:
     from hypothesis import HealthCheck, settings
 except ImportError:  # the plain install: no fuzz test runs (each skips itself), no profile is needed
@@ -44,3 +46,10 @@ if settings is not None:
         print_blob=True,
     )
     settings.load_profile(os.environ.get(PROFILE_VARIABLE, "ci"))
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _cache_apart(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """The commands the tests run keep their cache of parsed runs (``analysis.cache``) in the session's
+    temporary folder, never in the user's: a test's runs are gone when it ends."""
+    os.environ["LAUNCHBENCH_CACHE"] = str(tmp_path_factory.mktemp("parsed-runs-cache"))

@@ -58,7 +58,7 @@ def _fake_cupy(
         def __init__(self, code: str, options: tuple[str, ...]) -> None:
             if compile_error is not None:
                 raise compile_error
-            assert "launchbench_probe" in code and options == kernels.COMPILE_OPTIONS
+            assert "launchbench_probe" in code and options == cuda.COMPILE_OPTIONS
 
         def get_function(self, name: str) -> object:
             def launch(grid: tuple[int, ...], block: tuple[int, ...], args: tuple[_FakeArray, ...]) -> None:

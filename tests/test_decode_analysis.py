@@ -14,7 +14,8 @@ import pandas as pd
 import pytest
 
 from analysis import ops
-from analysis.decode import DECODE_COLUMNS, decode_table, matvec_table, summary_section, where
+from analysis.decode import DECODE_COLUMNS, decode_table, matvec_table
+from analysis.decode_text import summary_section, where
 from analysis.fits import Fits
 from analysis.host import HOST_COLUMNS
 from analysis.launch import FIT_COLUMNS, GAP_DEFAULT, GAP_MEASURED, PDL_ASSUMED, PDL_MEASURED

@@ -31,7 +31,8 @@ from analysis.output import MANIFEST_NAME, OutputError, locked, publish, read_ma
 from analysis.runs import select_runs, selection_lines
 from analysis.trust import verdict
 from benchmarks.outputs import write_run
-from tests.test_run_record import TINY_CASES, environment, pytest_command, saved
+from tests.test_load import write_json
+from tests.test_run_record import TINY_CASES, environment, measure_and_signal, pytest_command, saved
 from tests.test_signals import children, fleet, gone  # noqa: F401 (fleet: a fixture)
 from tests.test_trust import with_record
 
@@ -72,19 +73,9 @@ def one_error_line(err: str) -> str:
     return lines[0]
 
 
-def doc_of(path: Path) -> dict:
-    return json.loads(path.read_text(encoding="utf-8"))
-
-
-def write(path: Path, doc: object) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(doc), encoding="utf-8")
-    return path
-
-
 def foreign(path: Path) -> dict:
     """A real run of tests/data as another suite's: its cases without launchbench's coordinates."""
-    doc = doc_of(path)
+    doc = saved(path)
     for bench in doc["benchmarks"]:
         bench["extra_info"] = {}
     return doc
@@ -109,7 +100,7 @@ def test_1_a_manifest_entry_outside_the_folder_is_refused_and_nothing_outside_is
     code, _, err = run_cli(["report", str(FULL), "--out", str(out)])
     assert code == 0, err
     (out / "linked").symlink_to(elsewhere)  # a folder of the output that leads out of it
-    manifest = doc_of(out / MANIFEST_NAME)
+    manifest = saved(out / MANIFEST_NAME)
     entries = {
         "../keep.txt": sha256(keep),
         str(keep): sha256(keep),
@@ -120,7 +111,7 @@ def test_1_a_manifest_entry_outside_the_folder_is_refused_and_nothing_outside_is
     }
     manifest["owners"]["report"].update(entries)
     manifest["owners"]["intruder"] = ["../keep.txt"]
-    write(out / MANIFEST_NAME, manifest)
+    write_json(out / MANIFEST_NAME, manifest)
     checked = read_manifest(out)
     assert not set(entries) - {"linked/old.png"} & set(checked.owners["report"])
     code, out_text, err = run_cli(["report", str(FULL), "--out", str(out)])
@@ -130,7 +121,7 @@ def test_1_a_manifest_entry_outside_the_folder_is_refused_and_nothing_outside_is
     warnings = err.splitlines()
     assert sum("refused" in line for line in warnings) == 6, err  # 5 entries and the owner that is no object
     assert all(line.startswith(f"{PROG}: warning: ") for line in warnings)
-    rewritten = doc_of(out / MANIFEST_NAME)["owners"]
+    rewritten = saved(out / MANIFEST_NAME)["owners"]
     assert "intruder" not in rewritten and not set(entries) & set(rewritten["report"])
 
 
@@ -251,35 +242,6 @@ def test_2_a_file_size_limit_at_save_is_one_line_and_no_partial_file(tmp_path: P
 # --- 3 and 11: signals during a benchmark run ---------------------------------------------------------------
 
 
-def measure_and_signal(tmp_path: Path, signums: list[int], apart_s: float) -> tuple[int, str]:
-    """A child pytest measuring the tiny selection, sent ``signums`` (``apart_s`` apart) once its first case
-    passed; its exit code and output."""
-    process = subprocess.Popen(
-        pytest_command("--benchmark-only", "--benchmark-max-time=0.5", "-v", "--benchmark-json=run.json"),
-        cwd=tmp_path,
-        env=environment(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
-    )
-    lines = []
-    try:
-        for line in process.stdout:
-            lines.append(line)
-            if " PASSED" in line:
-                for index, signum in enumerate(signums):
-                    if index:
-                        time.sleep(apart_s)
-                    process.send_signal(signum)
-                break
-        lines.extend(process.stdout)
-        process.wait(timeout=120)
-    finally:
-        process.kill()
-    return process.returncode, "".join(lines)
-
-
 def test_3_sighup_saves_an_interrupted_run(tmp_path: Path) -> None:
     code, out = measure_and_signal(tmp_path, [signal.SIGHUP], 0)
     assert code == 2, out
@@ -339,7 +301,7 @@ def test_5_a_pipe_a_broken_link_and_a_folder_named_json_are_named_and_skipped(tm
     os.mkfifo(tmp_path / "p.json")
     runs = tmp_path / "runs"
     runs.mkdir()
-    write(runs / "good.json", doc_of(FULL))
+    write_json(runs / "good.json", saved(FULL))
     os.mkfifo(runs / "q.json")
     (runs / "broken.json").symlink_to(tmp_path / "nowhere")
     (runs / "dir.json").mkdir()
@@ -359,7 +321,7 @@ def test_5_a_pipe_a_broken_link_and_a_folder_named_json_are_named_and_skipped(tm
 def test_5_a_recursive_glob_does_not_follow_link_loops(tmp_path: Path) -> None:
     tree = tmp_path / "gl"
     (tree / "a" / "b").mkdir(parents=True)
-    write(tree / "a" / "b" / "run.json", doc_of(FULL))
+    write_json(tree / "a" / "b" / "run.json", saved(FULL))
     for index, up in enumerate(["..", "../..", "../../.."]):
         (tree / "a" / "b" / f"loop{index}").symlink_to(up)
     by_glob = load_runs([f"{tree}/**/*.json"], samples=False)
@@ -416,10 +378,10 @@ def test_7_13_another_suites_absurd_numbers_are_one_line_each_and_the_good_run_i
         bad["benchmarks"][index]["stats"][key] = value
     bad["benchmarks"][3]["stats"]["data"][0] = 10**400
     bad["benchmarks"][5]["stats"]["min"] = 5e-324
-    bad_path = write(tmp_path / "runs" / "bad.json", bad)
-    good_path = write(tmp_path / "runs" / "good.json", foreign(EPYC))
+    bad_path = write_json(tmp_path / "runs" / "bad.json", bad)
+    good_path = write_json(tmp_path / "runs" / "good.json", foreign(EPYC))
     cases = load_cases([good_path, bad_path], samples=True)
-    assert len(cases.frame[cases.frame["source"] == str(good_path)]) == len(doc_of(EPYC)["benchmarks"])
+    assert len(cases.frame[cases.frame["source"] == str(good_path)]) == len(saved(EPYC)["benchmarks"])
     bad_rows = cases.frame[cases.frame["source"] == str(bad_path)]
     assert len(bad_rows) == len(bad["benchmarks"]) - 4  # min, median, 1e300 and 5e-324 dropped
     assert bad_rows["mean"].isna().sum() == 1  # an absurd mean is left empty, the case stays
@@ -503,7 +465,7 @@ def test_10_paths_the_os_refuses_are_one_line(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("samples", [False, True, "predicate"])
 def test_12_an_extra_info_data_list_never_stands_in_for_the_samples(tmp_path: Path, samples: object) -> None:
-    doc = doc_of(FULL)
+    doc = saved(FULL)
     for bench in doc["benchmarks"]:
         bench["stats"]["data"] = None
         bench["extra_info"]["data"] = [0.001, 0.002, 0.00781]
@@ -522,10 +484,10 @@ def test_12_an_extra_info_data_list_never_stands_in_for_the_samples(tmp_path: Pa
 
 
 def test_14_control_characters_from_a_file_never_reach_the_terminal_raw(tmp_path: Path) -> None:
-    launchbench = doc_of(FULL)
+    launchbench = saved(FULL)
     launchbench["machine_info"]["node"] = "host\nFAKE line"
     launchbench["machine_info"]["launchbench"] = {}
-    runs = write(tmp_path / "new\nline\x1b[2J.json", launchbench)
+    runs = write_json(tmp_path / "new\nline\x1b[2J.json", launchbench)
     code, out, err = run_cli(["compare", str(runs), str(EPYC), "--by", "host"])
     assert code == 0, err
     assert "\x1b" not in out + err
@@ -535,8 +497,8 @@ def test_14_control_characters_from_a_file_never_reach_the_terminal_raw(tmp_path
         (bench,) = [bench for bench in doc["benchmarks"] if bench["name"] == other["benchmarks"][0]["name"]]
         bench["fullname"] = "test_x\x1b[2J\x1b[31m"
     other["machine_info"]["node"] = "host\nFAKE line"
-    good = write(tmp_path / "good.json", good_doc)
-    code, out, err = run_cli(["compare", str(write(tmp_path / "other.json", other)), str(good)])
+    good = write_json(tmp_path / "good.json", good_doc)
+    code, out, err = run_cli(["compare", str(write_json(tmp_path / "other.json", other)), str(good)])
     assert code == 0, err
     assert "test_x" in out  # the case is shown, escaped
     assert "\x1b" not in out + err
@@ -548,7 +510,7 @@ def test_14_control_characters_from_a_file_never_reach_the_terminal_raw(tmp_path
 
 def test_15_a_linked_input_is_rooted_where_it_points(tmp_path: Path) -> None:
     store = tmp_path / "store"
-    write(store / "Linux-CPython-3.11-64bit" / "0001_run.json", doc_of(FULL))
+    write_json(store / "Linux-CPython-3.11-64bit" / "0001_run.json", saved(FULL))
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     (elsewhere / "link.json").symlink_to(store / "Linux-CPython-3.11-64bit" / "0001_run.json")
@@ -563,7 +525,7 @@ def test_15_a_linked_input_is_rooted_where_it_points(tmp_path: Path) -> None:
 
 
 def test_16_counts_are_whole_and_an_interrupted_selection_is_not_complete(tmp_path: Path) -> None:
-    doc = doc_of(FULL)
+    doc = saved(FULL)
     names = [bench["fullname"] for bench in doc["benchmarks"]]
     interrupted = with_record(
         doc,
@@ -572,8 +534,8 @@ def test_16_counts_are_whole_and_an_interrupted_selection_is_not_complete(tmp_pa
         selection={"args": [], "keyword": "decode", "markexpr": None, "deselected": 3},
         cases={"planned": 35, "measured": 10, "unfinished": names[:2]},
     )
-    legacy = doc_of(EPYC)  # no run record: its counts are missing, so the column holds floats
-    paths = [write(tmp_path / "a.json", interrupted), write(tmp_path / "b.json", legacy)]
+    legacy = saved(EPYC)  # no run record: its counts are missing, so the column holds floats
+    paths = [write_json(tmp_path / "a.json", interrupted), write_json(tmp_path / "b.json", legacy)]
     selection = select_runs(load_runs(paths, samples=False))
     (line,) = [line for line in selection.left_out if "a.json" in line]
     assert ": 10 of 35 planned cases measured" in line
@@ -587,7 +549,7 @@ def test_publish_never_acts_on_a_refused_manifest_entry(tmp_path: Path) -> None:
     out.mkdir()
     victim = tmp_path / "victim.txt"
     victim.write_text("x")
-    write(out / MANIFEST_NAME, {"version": 1, "owners": {"report": {"../victim.txt": sha256(victim)}}})
+    write_json(out / MANIFEST_NAME, {"version": 1, "owners": {"report": {"../victim.txt": sha256(victim)}}})
     stage = tmp_path / "stage"
     (stage / "a.txt").parent.mkdir()
     (stage / "a.txt").write_text("a")
@@ -598,3 +560,19 @@ def test_publish_never_acts_on_a_refused_manifest_entry(tmp_path: Path) -> None:
     (stage / "a.txt").write_text("a")
     with pytest.raises(OutputError, match="changed since this command wrote it"):
         publish(stage, out, "report", force=False)
+
+
+def test_16_a_path_on_an_ascii_terminal_is_escaped_never_spelled_as_another_name(tmp_path: Path) -> None:
+    """µ has an ASCII spelling for units (u); in a file's name it must stay tellable: a backslash escape."""
+    missing = tmp_path / "µs.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "analysis", "compare", str(missing), str(FULL), "--no-samples"],
+        env={**os.environ, "PYTHONPATH": str(ROOT), "PYTHONIOENCODING": "ascii"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0
+    assert f"{tmp_path}/\\xb5s.json: no such file or folder" in done.stderr
+    assert f"{tmp_path}/us.json" not in done.stderr + done.stdout

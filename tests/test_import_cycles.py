@@ -2,9 +2,6 @@
 way, from the command line and the summary, report and figures down to the families, which compute, and on to
 the model. An import inside a function counts (it is how a cycle is usually dodged); an import under
 ``if TYPE_CHECKING:`` does not (it never runs).
-
-``PENDING_MOVES`` names the edges that close a cycle today and wait for their code to move (see each
-reason); the test fails on any other cycle, and on a pending edge that is gone, so the list only shrinks.
 """
 
 from __future__ import annotations
@@ -15,20 +12,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).parent.parent
 PACKAGES = ("analysis", "benchmarks", "model")
-
-#: (importer, imported) -> what has to move so that the edge, and the cycle it closes, goes.
-PENDING_MOVES = {
-    (
-        "analysis.launch",
-        "analysis.fits",
-    ): "launch.summary_section and its text helpers move to analysis.summary",
-    (
-        "analysis.decode",
-        "analysis.fits",
-    ): "decode.summary_section and its text helpers move to analysis.summary",
-    ("benchmarks.cuda", "benchmarks.kernels"): "COMPILE_OPTIONS moves below benchmarks.kernels (into cuda)",
-    ("benchmarks.cuda", "benchmarks.run_record"): "record_fault moves below benchmarks.cuda",
-}
 
 
 def module_name(path: Path) -> str:
@@ -117,18 +100,7 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 
 def test_no_import_cycle_among_the_projects_modules() -> None:
-    graph = import_graph(project_modules())
-    for importer, imported in PENDING_MOVES:
-        graph[importer].discard(imported)
-    assert cycles(graph) == []
-
-
-def test_every_pending_move_is_still_pending() -> None:
-    """Once its code has moved, an edge leaves ``PENDING_MOVES``: the list never names a cycle that is
-    gone."""
-    graph = import_graph(project_modules())
-    gone = [edge for edge in PENDING_MOVES if edge[1] not in graph[edge[0]]]
-    assert gone == []
+    assert cycles(import_graph(project_modules())) == []
 
 
 def test_the_check_sees_imports_inside_functions_and_skips_type_checking_ones(tmp_path: Path) -> None:

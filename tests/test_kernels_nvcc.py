@@ -1,7 +1,7 @@
 """Every CUDA source in ``benchmarks/kernels`` compiles, so a syntax error is caught without a GPU.
 
 Each ``.cu`` file is compiled with ``nvcc`` to PTX for sm_90 (Hopper) with the options CuPy's ``RawModule``
-is given (``benchmarks.kernels.COMPILE_OPTIONS``), and every non-template ``__global__`` kernel must appear in
+is given (``benchmarks.cuda.COMPILE_OPTIONS``), and every non-template ``__global__`` kernel must appear in
 the PTX under its plain name: ``RawModule.get_function`` finds kernels by that name, so they must be
 ``extern "C"`` (a template kernel needs CuPy's ``name_expressions`` instead and is left out of that check).
 The same sources, and the probe's kernel (``benchmarks.cuda.PROBE_SOURCE``), are also compiled by NVRTC
@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks import kernels
+from benchmarks.cuda import COMPILE_OPTIONS, PROBE_SOURCE
 from benchmarks.cuda_timing import LADDER_ARGS, ladder_kernel_name
 
 NVCC = shutil.which("nvcc")
@@ -71,7 +72,7 @@ def test_kernel_source_compiles_for_sm90_without_spills(path: Path, tmp_path: Pa
     its plain name, and ptxas reports no stack frame and no spills for any of them. A spill turns the
     matrix-vector kernels' batches of loads in flight into round trips through local memory; it would show
     only as a slow step on a GPU, so it is caught here."""
-    command = [NVCC, "--cubin", "-arch=sm_90", "-Xptxas", "-v", *kernels.COMPILE_OPTIONS]
+    command = [NVCC, "--cubin", "-arch=sm_90", "-Xptxas", "-v", *COMPILE_OPTIONS]
     command += ["--keep", "--keep-dir", str(tmp_path), "-o", str(tmp_path / f"{path.stem}.cubin"), str(path)]
     done = subprocess.run(command, capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, f"{path}: nvcc failed:\n{done.stderr}"
@@ -115,12 +116,10 @@ _NVRTC_REASON = _nvrtc_reason()
 def test_kernel_source_compiles_with_nvrtc(name: str) -> None:
     from cupy.cuda import nvrtc
 
-    from benchmarks.cuda import PROBE_SOURCE
-
     source = PROBE_SOURCE if name == "probe" else kernels.source(name)
     program = nvrtc.createProgram(source, f"{name}.cu", [], [])
     try:
-        nvrtc.compileProgram(program, ["-arch=compute_90", *kernels.COMPILE_OPTIONS])
+        nvrtc.compileProgram(program, ["-arch=compute_90", *COMPILE_OPTIONS])
     except nvrtc.NVRTCError as error:
         pytest.fail(f"{name}.cu: NVRTC failed: {error}\n{nvrtc.getProgramLog(program)}")
     ptx = nvrtc.getPTX(program).decode()

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis import launch
+from analysis import launch, launch_text
 from analysis.fit import CI_POINTS
 from model.launch import DEFAULT_GAP_S, DEFAULT_PDL_HIDDEN_SHARE, PLANS, SEED_GAP_S, compose, compose_graph
 from model.llm import LLAMA31_8B, LLAMA32_1B
@@ -356,7 +356,7 @@ def test_decode_without_measurements_is_the_lecture_table() -> None:
 
 
 def test_summary_section_reports_each_machine(frame: pd.DataFrame) -> None:
-    lines = launch.summary_section(frame)
+    lines = launch_text.summary_section(frame)
     text = "\n".join(lines)
     for machine_id in MACHINES:
         assert machine_id in text
@@ -373,13 +373,13 @@ def test_a_run_of_one_case_gives_its_figure_alone() -> None:
     fits = launch.fit_launch(only_sync)
     assert list(fits["quantity"]) == ["sync_s"]
     assert launch.predict_spin(only_sync, fits).empty
-    assert any("synchronise an idle stream" in line for line in launch.summary_section(only_sync))
+    assert any("synchronise an idle stream" in line for line in launch_text.summary_section(only_sync))
 
 
 def test_summary_section_is_empty_without_cuda_cases(frame: pd.DataFrame) -> None:
-    assert launch.summary_section(frame.iloc[0:0]) == []
-    assert launch.summary_section(frame.assign(device="cpu")) == []
-    assert launch.summary_section(pd.DataFrame({"case": ["ufunc_size"], "device": ["cpu"]})) == []
+    assert launch_text.summary_section(frame.iloc[0:0]) == []
+    assert launch_text.summary_section(frame.assign(device="cpu")) == []
+    assert launch_text.summary_section(pd.DataFrame({"case": ["ufunc_size"], "device": ["cpu"]})) == []
 
 
 def test_compare_judges_the_ladder_on_its_own_layer_and_argument_count(frame: pd.DataFrame) -> None:

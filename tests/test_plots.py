@@ -21,7 +21,8 @@ from matplotlib.text import Text
 
 from analysis.__main__ import main
 from analysis.compare import MARK_SIGNIFICANT, figure_table
-from analysis.decode import decode_table, where
+from analysis.decode import decode_table
+from analysis.decode_text import where
 from analysis.figures import FIGURES_DIR, build_figures
 from analysis.figures.decode import decode_bands
 from analysis.figures.style import MARKERS, PALETTE, Machines, nice_log_ticks, time_tick, trim

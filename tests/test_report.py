@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from analysis.decode import model_cell, where
+from analysis.decode_text import model_cell, where
 from analysis.fits import fit_all
 from analysis.host import BASIS_LAW, BASIS_WHOLE
 from analysis.load import SUITE, load_runs

@@ -81,6 +81,37 @@ def saved(path: Path) -> dict:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
+def measure_and_signal(tmp_path: Path, signums: list[int], apart_s: float) -> tuple[int, str]:
+    """A child pytest measuring the tiny selection, sent ``signums`` (``apart_s`` apart) once its first case
+    passed, so that they interrupt the next ones; its exit code and output."""
+    process = subprocess.Popen(
+        pytest_command("--benchmark-only", "--benchmark-max-time=0.5", "-v", "--benchmark-json=run.json"),
+        cwd=tmp_path,
+        env=environment(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        # A shell starts background jobs with SIGINT ignored, and Python then installs no KeyboardInterrupt
+        # handler: give the child the default disposition, as a terminal's pytest has.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    lines = []
+    try:
+        for line in process.stdout:
+            lines.append(line)
+            if " PASSED" in line:
+                for index, signum in enumerate(signums):
+                    if index:
+                        time.sleep(apart_s)
+                    process.send_signal(signum)
+                break
+        lines.extend(process.stdout)
+        process.wait(timeout=120)
+    finally:
+        process.kill()
+    return process.returncode, "".join(lines)
+
+
 # --- whole runs -------------------------------------------------------------------------------------------
 
 
@@ -243,30 +274,8 @@ def test_x_after_a_failure_saves_the_measured_cases_as_a_partial_run(tmp_path: P
 def test_an_interrupted_run_is_saved_and_marked(tmp_path: Path, signum: int, by: str) -> None:
     """Ctrl-C or SIGTERM after the first case: the cases measured so far are saved, the run is marked
     interrupted, and analysis leaves it out unless asked."""
-    process = subprocess.Popen(
-        pytest_command("--benchmark-only", "--benchmark-max-time=0.5", "-v", "--benchmark-json=run.json"),
-        cwd=tmp_path,
-        env=environment(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        # A shell starts background jobs with SIGINT ignored, and Python then installs no KeyboardInterrupt
-        # handler: give the child the default disposition, as a terminal's pytest has.
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
-    )
-    lines = []
-    try:
-        for line in process.stdout:
-            lines.append(line)
-            if " PASSED" in line:  # the first case is measured: interrupt during the next ones
-                process.send_signal(signum)
-                break
-        lines.extend(process.stdout)
-        process.wait(timeout=120)
-    finally:
-        process.kill()
-    out = "".join(lines)
-    assert process.returncode == 2, out  # pytest's "interrupted"
+    code, out = measure_and_signal(tmp_path, [signum], 0)
+    assert code == 2, out  # pytest's "interrupted"
     record = saved(tmp_path / "run.json")[RUN_RECORD_KEY]
     assert (record["status"], record["interrupted_by"]) == ("interrupted", by)
     cases = record["cases"]

@@ -3,8 +3,9 @@ contradict each other; machines that share a host name are told apart; compare l
 and names how it chose its baseline, whatever the order of the paths; quick-only machines are reported and
 say so; plot groups as compare does; the report holds the busy-machine line once and the per-op tables.
 
-The runs are the committed real run with the most cases (``tests.test_plots_collisions.REAL_RUN``, whatever
-its name) and copies of it changed here: other machine facts, a run record, times scaled. Copies with scaled
+The runs are the committed EPYC run saved before machine names existed (``OLD_RUN``; the committed run with
+the most cases, ``tests.test_plots_collisions.REAL_RUN``, where a flow needs today's layout) and copies of it
+changed here: other machine facts, a run record, times scaled. Copies with scaled
 times are SYNTHETIC and only ever written to a temporary folder.
 """
 
@@ -25,18 +26,16 @@ from analysis.fits import fit_all
 from analysis.load import SUITE, load_runs, machine_identity
 from analysis.runs import QUICK_MARK, select_runs
 from model.units import fmt_signed_percent
-from tests.test_plots_collisions import REAL_RUN, synthetic_everything_run
+from tests.test_load import write_json
+from tests.test_plots_collisions import DATA, REAL_RUN, synthetic_everything_run
 from tests.test_trust import with_record
+
+#: A run saved before machine names and fingerprints existed: its id is the one it always had.
+OLD_RUN = DATA / "cpu-2core-epyc-full.json"
 
 
 def _real() -> dict:
-    return json.loads(REAL_RUN.read_text(encoding="utf-8"))
-
-
-def _write(path: Path, doc: dict) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(doc), encoding="utf-8")
-    return path
+    return json.loads(OLD_RUN.read_text(encoding="utf-8"))
 
 
 def _later(doc: dict, hours: float) -> dict:
@@ -79,7 +78,7 @@ def test_plot_refuses_a_folder_that_holds_a_report_and_leaves_it_whole(
     assert links and all(path.is_file() for path in links)
     before = {path: path.read_bytes() for path in links}
     capsys.readouterr()
-    other = _write(tmp_path / "runs" / "other.json", _scaled(_real(), 2.0, "ufunc_size"))
+    other = write_json(tmp_path / "runs" / "other.json", _scaled(_real(), 2.0, "ufunc_size"))
     assert main(["plot", str(other), "--out", str(out)]) == 1
     (line,) = capsys.readouterr().err.splitlines()
     assert line == (
@@ -94,8 +93,8 @@ def test_a_report_after_a_plot_links_only_its_own_figures(tmp_path: Path) -> Non
     removes the plot's figures it does not draw; every file it links is there."""
     out = tmp_path / "out"
     fleet = [
-        _write(tmp_path / "runs" / "a.json", _real()),
-        _write(tmp_path / "runs" / "b.json", _fingerprinted(_later(_real(), 1), "b")),
+        write_json(tmp_path / "runs" / "a.json", _real()),
+        write_json(tmp_path / "runs" / "b.json", _fingerprinted(_later(_real(), 1), "b")),
     ]
     assert main(["plot", *map(str, fleet), "--out", str(out), "--no-samples"]) == 0
     assert (out / "figures" / "machines.png").is_file()
@@ -118,10 +117,10 @@ def _fingerprinted(doc: dict, fingerprint: str | None, name: str | None = None) 
 
 
 def test_vms_that_share_a_host_name_are_told_apart_and_old_runs_keep_their_id(tmp_path: Path) -> None:
-    old = _write(tmp_path / "old.json", _real())
-    first = _write(tmp_path / "vm1.json", _fingerprinted(_later(_real(), 1), "1a2b3c4d"))
-    second = _write(tmp_path / "vm2.json", _fingerprinted(_later(_real(), 2), "5e6f7a8b"))
-    named = _write(tmp_path / "lab.json", _fingerprinted(_later(_real(), 3), "5e6f7a8b", "lab-a"))
+    old = write_json(tmp_path / "old.json", _real())
+    first = write_json(tmp_path / "vm1.json", _fingerprinted(_later(_real(), 1), "1a2b3c4d"))
+    second = write_json(tmp_path / "vm2.json", _fingerprinted(_later(_real(), 2), "5e6f7a8b"))
+    named = write_json(tmp_path / "lab.json", _fingerprinted(_later(_real(), 3), "5e6f7a8b", "lab-a"))
     runs = load_runs([old, first, second, named], samples=False).runs.set_index("source")
     host = runs.loc[str(old), "host"]
     rest = " / ".join(str(runs.loc[str(old), key]) for key in ("system", "cpu_model")) + " / no GPU"
@@ -138,8 +137,8 @@ def test_vms_that_share_a_host_name_are_told_apart_and_old_runs_keep_their_id(tm
 def test_compare_leads_with_the_decode_step_that_got_ten_times_slower(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    before = _write(tmp_path / "before.json", _real())
-    after = _write(tmp_path / "after.json", _scaled(_later(_real(), 1), 9.8, "decode_step"))
+    before = write_json(tmp_path / "before.json", _real())
+    after = write_json(tmp_path / "after.json", _scaled(_later(_real(), 1), 9.8, "decode_step"))
     assert main(["compare", str(after), str(before), "--by", "run"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert "Groups (by run; ratios are to A, the baseline: the earliest run):" in lines
@@ -152,7 +151,7 @@ def test_compare_leads_with_the_decode_step_that_got_ten_times_slower(
 
 
 def test_the_default_table_holds_every_familys_headline_figure(tmp_path: Path) -> None:
-    synthetic = _write(tmp_path / "synthetic.json", synthetic_everything_run())
+    synthetic = write_json(tmp_path / "synthetic.json", synthetic_everything_run())
     frame = load_runs([synthetic, REAL_RUN], samples=False).frame
     table = figure_table(frame, fit_all(frame, predictions=False), None)
     figures = set(table["figure"])
@@ -167,8 +166,8 @@ def test_the_default_table_holds_every_familys_headline_figure(tmp_path: Path) -
 def test_the_baseline_does_not_depend_on_the_order_of_the_paths(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    early = _write(tmp_path / "early.json", _fingerprinted(_real(), "0000aaaa"))
-    late = _write(
+    early = write_json(tmp_path / "early.json", _fingerprinted(_real(), "0000aaaa"))
+    late = write_json(
         tmp_path / "late.json", _fingerprinted(_scaled(_later(_real(), 5), 1.3, "ufunc_size"), "bbbb")
     )
     outputs = []
@@ -188,7 +187,7 @@ def test_the_baseline_does_not_depend_on_the_order_of_the_paths(
 def test_a_machine_with_quick_runs_only_is_reported_and_says_quick(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    quick = _write(tmp_path / "runs" / "quick.json", with_record(_real(), quick=True))
+    quick = write_json(tmp_path / "runs" / "quick.json", with_record(_real(), quick=True))
     out = tmp_path / "out"
     assert main(["report", str(quick), "--out", str(out), "--no-samples"]) == 0
     text = (out / "report.md").read_text(encoding="utf-8")
@@ -196,7 +195,7 @@ def test_a_machine_with_quick_runs_only_is_reported_and_says_quick(
     assert machines, "the Machines table names the machine as quick"
     assert f"shown as {load_runs([quick], samples=False).runs['machine_id'][0]}{QUICK_MARK}" in text
     capsys.readouterr()
-    full = _write(
+    full = write_json(
         tmp_path / "runs" / "full.json", with_record(_scaled(_later(_real(), 1), 1.01, "ufunc_size"))
     )
     selection = select_runs(load_runs([quick, full], samples=False))
@@ -211,8 +210,8 @@ def test_a_machine_with_quick_runs_only_is_reported_and_says_quick(
 
 def test_plot_by_run_draws_the_runs_side_by_side(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     runs = tmp_path / "runs"
-    _write(runs / "before.json", _real())
-    _write(runs / "after.json", _scaled(_later(_real(), 1), 1.4, "ufunc_size"))
+    write_json(runs / "before.json", _real())
+    write_json(runs / "after.json", _scaled(_later(_real(), 1), 1.4, "ufunc_size"))
     assert main(["plot", str(runs), "--by", "run", "--out", str(tmp_path / "out"), "--formats", "png"]) == 0
     captured = capsys.readouterr()
     assert str(tmp_path / "out" / "figures" / "machines.png") in captured.out.splitlines()
@@ -225,7 +224,7 @@ def test_plot_by_run_draws_the_runs_side_by_side(tmp_path: Path, capsys: pytest.
 
 def test_the_report_says_a_busy_machine_once_and_holds_the_per_op_tables(tmp_path: Path) -> None:
     busy = with_record(synthetic_everything_run(), during={"other_cpu_share": 0.5})
-    path = _write(tmp_path / "runs" / "busy.json", busy)
+    path = write_json(tmp_path / "runs" / "busy.json", busy)
     assert main(["report", str(path), "--out", str(tmp_path / "out"), "--no-samples"]) == 0
     text = (tmp_path / "out" / "report.md").read_text(encoding="utf-8")
     assert sum("Busy machine" in line for line in text.splitlines()) == 1

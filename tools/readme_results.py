@@ -51,7 +51,7 @@ def command_output(command: str) -> str:
 def decode_runs_table() -> str:
     """One markdown row per committed run and plan: the CPU decode step against its lower bound and the
     per-op model, and the same-run bandwidth with its spread (``analysis.decode.decode_table``)."""
-    from analysis.decode import model_cell
+    from analysis.decode_text import model_cell
     from analysis.fits import fit_all
     from analysis.load import load_runs
     from model.units import fmt_percent, fmt_rate, fmt_time

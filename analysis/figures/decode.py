@@ -19,7 +19,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
-from analysis.decode import where, where_calibrated
+from analysis.decode_text import where, where_calibrated
 from analysis.figures.style import (
     PALETTE,
     SMALL_PT,

@@ -11,12 +11,9 @@ import functools
 from pathlib import Path
 from typing import Any
 
-from benchmarks.cuda import cupy_module
+from benchmarks.cuda import COMPILE_OPTIONS, cupy_module
 
 KERNEL_DIR = Path(__file__).resolve().parent
-
-#: Options passed to NVRTC for every module (CuPy 14 also defaults to C++17; older CuPy does not).
-COMPILE_OPTIONS = ("-std=c++17",)
 
 
 def source_paths() -> list[Path]:
