@@ -225,7 +225,7 @@ def _add_paths(parser: argparse.ArgumentParser) -> None:
         default=None,
         metavar="DIR",
         help="the cache of parsed runs, so that each saved file is parsed once (Parquet; needs pyarrow, "
-        f"else every file is parsed): default ${CACHE_ENV} if set, else {default_folder()}",
+        f"else every file is parsed): default ${CACHE_ENV} if set, else {default_folder() or 'none'}",
     )
     parser.add_argument(
         "--no-cache", action="store_true", help="parse every file; neither read nor write the cache"

@@ -103,3 +103,17 @@ def test_what_orjson_refuses_json_reads_or_words(tmp_path: Path) -> None:
 def _written(path: Path, raw: bytes) -> Path:
     path.write_bytes(raw)
     return path
+
+
+def test_workers_start_from_a_fork_server_once_a_threaded_runtime_is_loaded(monkeypatch) -> None:
+    """Forking after JAX or PyTorch started their threads may deadlock the child: the pool avoids it."""
+    import sys
+    import types
+
+    from analysis import load
+
+    monkeypatch.delitem(sys.modules, "jax", raising=False)
+    monkeypatch.delitem(sys.modules, "torch", raising=False)
+    assert load._pool_context() is None
+    monkeypatch.setitem(sys.modules, "jax", types.ModuleType("jax"))
+    assert load._pool_context().get_start_method() == "forkserver"
