@@ -120,7 +120,7 @@ def test_script_parses() -> None:
 
 def test_step_limits_fit_one_call_with_room() -> None:
     """The limits add up to at most 480 s: with SIGKILL 10 s after each, the script ends within 530 s, inside
-    one 600 s call of the GPU machine (README.md, "The first window")."""
+    one 600 s call of the GPU machine (docs/gpu.md, "The first window")."""
     text = SCRIPT.read_text(encoding="utf-8")
     match = re.search(r"^declare -A LIMIT=\((.*)\)$", text, re.MULTILINE)
     assert match, f"{SCRIPT}: no LIMIT table"
