@@ -147,20 +147,22 @@ class _CpuTerms:
     costs: pd.DataFrame
     attention: pd.DataFrame
     floors: pd.DataFrame
-    #: (machine_id, plan, config, ctx) -> the attention term's raw rounds, s (runs saved with their samples)
-    attention_samples: dict[tuple[str, str, str, object], np.ndarray]
+    #: (machine_id, plan, config, ctx, source) -> the attention term's raw rounds in that run, s (runs saved
+    #: with their samples)
+    attention_samples: dict[tuple[str, str, str, object, str], np.ndarray]
 
 
-def _attention_samples(frame: pd.DataFrame) -> dict[tuple[str, str, str, object], np.ndarray]:
+def _attention_samples(frame: pd.DataFrame) -> dict[tuple[str, str, str, object, str], np.ndarray]:
     """The raw rounds of each CPU attention term (``decode_step`` cases with ``op == "attention"``) whose
-    run saved them, keyed as ``_CpuTerms.attention_samples``; the first run's where several."""
-    if frame.empty or not {"case", "op", "device", "data"} <= set(frame.columns):
+    run saved them, keyed as ``_CpuTerms.attention_samples``: each run's own, so that a run's interval
+    resamples the rounds measured beside its own probe."""
+    if frame.empty or not {"case", "op", "device", "data", "source"} <= set(frame.columns):
         return {}
     rows = frame[(frame["case"] == "decode_step") & (frame["op"] == "attention") & (frame["device"] == "cpu")]
-    result: dict[tuple[str, str, str, object], np.ndarray] = {}
+    result: dict[tuple[str, str, str, object, str], np.ndarray] = {}
     for row in rows.itertuples(index=False):
         if isinstance(row.data, np.ndarray) and len(row.data) >= 2:
-            key = (str(row.machine_id), str(row.plan), str(row.config), row.ctx)
+            key = (str(row.machine_id), str(row.plan), str(row.config), row.ctx, str(row.source))
             result.setdefault(key, np.asarray(row.data, dtype=float))
     return result
 
@@ -390,7 +392,8 @@ def _cpu_run_prediction(
         scale = (
             float(row["bytes"]) - (0.0 if math.isnan(attention_bytes) else attention_bytes)
         ) / probe_bytes
-        samples = terms.attention_samples.get((machine_id, str(row["plan"]), str(row["config"]), row["ctx"]))
+        key = (machine_id, str(row["plan"]), str(row["config"]), row["ctx"], str(run.get("source")))
+        samples = terms.attention_samples.get(key)
         if samples is None:  # the attention term's rounds were not saved: its fastest round, as a constant
             low, high = _model_interval(rounds, scale, None, op_model_s - data_s)
         else:

@@ -158,6 +158,8 @@ def printable(text: object) -> str:
     another name."""
     text = str(text)
     text = text if text.isprintable() else repr(text)
+    if text.isascii():  # every stream encodes it: the common case, at the cost of one check
+        return text
     encoding = getattr(sys.stdout, "encoding", None)
     if encoding:
         with contextlib.suppress(LookupError):
@@ -247,13 +249,6 @@ def _op_counts(value: object) -> str | None:
     return None
 
 
-def _times(value: object) -> str | None:
-    """A non-empty list of times (``_time`` each), e.g. the rounds of the CPU decode step's probe."""
-    if not isinstance(value, list) or not value or any(_time(item) for item in value):
-        return "must be a non-empty list of times, each a finite number > 0 s"
-    return None
-
-
 def _list_of(check: Check, what: str) -> Check:
     def check_list(value: object) -> str | None:
         if not isinstance(value, list) or any(check(item) for item in value):
@@ -261,6 +256,11 @@ def _list_of(check: Check, what: str) -> Check:
         return None
 
     return check_list
+
+
+def _times(value: object) -> str | None:
+    """A non-empty list of times (``_time`` each), e.g. the rounds of the CPU decode step's probe."""
+    return "must not be empty" if value == [] else _list_of(_time, "times, each a finite number > 0 s")(value)
 
 
 def _nullable(check: Check) -> Check:

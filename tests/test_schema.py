@@ -84,6 +84,13 @@ BAD_CASES = [
         [],
         "extra_info.op_counts = a list of 0 (must be a non-empty object of op -> count)",
     ),
+    ("extra_info", "probe_s", [], "extra_info.probe_s = a list of 0 (must not be empty)"),
+    (
+        "extra_info",
+        "probe_s",
+        [0.01, -1],
+        "extra_info.probe_s = a list of 2 (must be a list of times, each a finite number > 0 s)",
+    ),
     (None, "name", None, "name = None (must be text)"),
     (None, "stats", "fast", "stats = 'fast' (must be an object)"),
     (None, "options", [], "options = a list of 0 (must be an object)"),
@@ -110,6 +117,15 @@ def test_a_call_list_by_op_is_carried_as_a_mapping(tmp_path: Path) -> None:
     assert not result.problems
     (counts,) = [c for c in result.frame["op_counts"] if isinstance(c, dict)]
     assert counts == {"np.add(1d, 1d)": 3, "np.copyto(1d, 1d)": 1}
+
+
+def test_the_probes_rounds_are_carried_as_a_tuple_of_times(tmp_path: Path) -> None:
+    doc = real(XEON)
+    first_case(doc)["extra_info"]["probe_s"] = [0.012, 0.0115]
+    result = load_runs([write_json(tmp_path / "probe.json", doc)], samples=False)
+    assert not result.problems
+    (rounds,) = [r for r in result.frame["probe_s"] if isinstance(r, tuple)]
+    assert rounds == (0.012, 0.0115)
 
 
 def test_a_missing_coordinate_or_statistic_is_named(tmp_path: Path) -> None:
