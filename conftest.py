@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import sys
 from collections.abc import Callable, Iterator
 
@@ -48,7 +49,8 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     (so every ``machine_info`` of the session, and of the next session, is the same), turn SIGTERM and
     SIGHUP into an interrupt as Ctrl-C is (a second one ignored while the first is handled), so a stopped
     run still saves what it measured, and make the save itself whole or kept elsewhere
-    (``benchmarks.outputs.guard_saving``: a disk that fills up during the run loses nothing)."""
+    (``benchmarks.outputs.guard_saving``: a disk that fills up during the run loses nothing). JAX, imported
+    later by its cases, keeps its compiled executables for the next session (``_keep_jax_executables``)."""
     from benchmarks.outputs import guard_saving, output_problems
     from benchmarks.run_record import RunRecord, stop_as_interrupt
 
@@ -71,6 +73,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     )
     config._benchmarksession.get_machine_info()  # calls pytest_benchmark_update_machine_info below
     _pass_machine_notes(config)
+    config._launchbench_environment = _keep_jax_executables(config)
     config._launchbench_old_handlers = stop_as_interrupt(config._launchbench_run)
     guard_saving(config._benchmarksession, _sayer(config))
 
@@ -133,6 +136,8 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     from benchmarks.run_record import restore_handlers
 
     restore_handlers(getattr(config, "_launchbench_old_handlers", {}))
+    for name in getattr(config, "_launchbench_environment", ()):
+        os.environ.pop(name, None)
     if getattr(pytest, "_launchbench_config", None) is config:
         del pytest._launchbench_config
 
@@ -237,6 +242,25 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         terminalreporter.write_sep("-", "launchbench summary")
         for line in lines:
             terminalreporter.write_line(line)
+
+
+def _keep_jax_executables(config: pytest.Config) -> list[str]:
+    """Point JAX's persistent compilation cache at launchbench's cache folder (``$LAUNCHBENCH_CACHE``, else
+    the user's: ``analysis.cache.default_folder``), keyed by this machine's CPU
+    (``benchmarks.frameworks.jax_cache_environment``), unless the caller chose JAX's cache: the JAX cases'
+    compiling (seconds, never timed) is then paid once per machine, not once per session. Returns the
+    variables set, which ``pytest_unconfigure`` removes."""
+    from analysis.cache import default_folder
+    from benchmarks.frameworks import jax_cache_environment
+
+    machine_info = getattr(config, "_launchbench_machine_info", None) or {}
+    cpu = machine_info.get("cpu") if isinstance(machine_info.get("cpu"), dict) else {}
+    added = []
+    for name, value in jax_cache_environment(default_folder(), cpu).items():
+        if name not in os.environ:
+            os.environ[name] = value
+            added.append(name)
+    return added
 
 
 def _sayer(config: pytest.Config) -> Callable[[str], None]:

@@ -1,14 +1,16 @@
 """Read a GPU run back (``.ci/gpu-run``'s last step): every GPU check is a printed fact or a failure line.
 
-Usage: ``python .ci/gpu_check.py RUN.json`` from the repository root (``PYTHONPATH=.``). Reads the saved run
-with the standard library first, so what needs no fitting is always checked: the run record (completed,
-nothing failed, unfinished or skipped, no fault), the facts the GPU cases recorded (spin clock at start and
-end with its warm-up and calibration tries, timer tick, queue depth, the decode step's error against its
-float32 reference), the GPU's conditions at start and end (throttling from NVML's violation counters), the
-stable GPU facts, and every spin case's achieved duration against its request and against the timer. Then
-the fits, through ``analysis`` (the terminal summary, and every launch fit with the points it used and set
-aside); where ``analysis`` cannot be imported on this machine (a missing package), one line says so and the
-rest still counts.
+Usage: ``python .ci/gpu_check.py RUN.json [FRAMEWORKS.json]`` from the repository root (``PYTHONPATH=.``);
+FRAMEWORKS.json is the framework ladder's run (``.ci/gpu-run``'s frameworks step): its record, that its GPU
+cases ran, and the ladder (cost per launch per layer, the decode steps, demo 2 per layer) are checked too.
+Reads the saved run with the standard library first, so what needs no fitting is always checked: the run
+record (completed, nothing failed, unfinished or skipped, no fault), the facts the GPU cases recorded (spin
+clock at start and end with its warm-up and calibration tries, timer tick, queue depth, the decode step's
+error against its float32 reference), the GPU's conditions at start and end (throttling from NVML's violation
+counters), the stable GPU facts, and every spin case's achieved duration against its request and against the
+timer. Then the fits, through ``analysis`` (the terminal summary, and every launch fit with the points it used
+and set aside); where ``analysis`` cannot be imported on this machine (a missing package), one line says so
+and the rest still counts.
 
 Exit status: 0 when nothing failed, 1 otherwise, 2 when the file cannot be read as a run.
 """
@@ -180,18 +182,49 @@ def check_fits(path: Path, failures: list[str]) -> None:
             failures.append(f"fit {row.quantity}: no value ({row.note})")
 
 
-def main(argv: list[str]) -> int:
-    if len(argv) != 1:
-        print("usage: python .ci/gpu_check.py RUN.json", file=sys.stderr)
-        return 2
-    path = Path(argv[0])
+def check_ladder(path: Path, run: dict[str, Any], failures: list[str]) -> None:
+    """The framework ladder's run: complete, its GPU cases measured, and its tables through ``analysis``."""
+    print(f"framework ladder: {path}")
+    check_record(run.get(RUN_RECORD_KEY) or {}, failures)
+    if not any(case.get("case") == "framework_launch" for case in _cuda_cases(run)):
+        failures.append(
+            f"{path}: no framework_launch case ran (torch, Triton and JAX each skipped: see bench.log)"
+        )
+    try:
+        from analysis.frameworks import summary_lines
+        from analysis.load import load_runs
+    except ImportError as error:
+        print(f"ladder not computed: analysis cannot be imported here ({type(error).__name__}: {error})")
+        return
+    result = load_runs([path], samples=False)
+    for problem in result.problems:
+        failures.append(f"loading: {problem}")
+    for line in summary_lines(result.frame):
+        print(line)
+
+
+def _read_run(path: Path) -> dict[str, Any] | None:
+    """The saved run at ``path``; None (and one line on stderr) when it cannot be read as one."""
     try:
         run = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as error:
         print(f"{path}: cannot be read as a saved run: {error}", file=sys.stderr)
-        return 2
+        return None
     if not isinstance(run, dict):
         print(f"{path}: not a saved run (a JSON {type(run).__name__})", file=sys.stderr)
+        return None
+    return run
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) not in (1, 2):
+        print("usage: python .ci/gpu_check.py RUN.json [FRAMEWORKS.json]", file=sys.stderr)
+        return 2
+    path = Path(argv[0])
+    run = _read_run(path)
+    ladder_path = Path(argv[1]) if len(argv) == 2 else None
+    ladder = _read_run(ladder_path) if ladder_path is not None else None
+    if run is None or (ladder_path is not None and ladder is None):
         return 2
     failures: list[str] = []
     record = run.get(RUN_RECORD_KEY) or {}
@@ -207,6 +240,8 @@ def main(argv: list[str]) -> int:
     check_gpu_info(run, failures)
     check_spins(cases, facts.get("gpu.timer_tick_ns"), failures)
     check_fits(path, failures)
+    if ladder_path is not None and ladder is not None:
+        check_ladder(ladder_path, ladder, failures)
     for failure in failures:
         print(f"FAILED: {failure}", file=sys.stderr)
     print(f"gpu-check: {len(failures)} failures" if failures else "gpu-check: every check passed")

@@ -40,8 +40,15 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, NoReturn, TextIO
 
 from analysis.cache import CACHE_ENV, default_folder
+from analysis.output import (
+    DEFAULT_FIGURE_FORMATS,
+    OutputError,
+    check_out,
+    check_replaceable,
+    remove_created,
+    staging,
+)
 from analysis.output import FIGURE_FORMATS as FORMATS
-from analysis.output import OutputError, check_out, check_replaceable, remove_created, staging
 from analysis.signals import WorkerLost
 from model.units import text_for_stream
 
@@ -162,6 +169,7 @@ def _parser() -> argparse.ArgumentParser:
     _add_paths(report)
     _add_baseline(report)
     _add_out(report, "report.md and figures/")
+    _add_formats(report)
     report.set_defaults(command=_report)
 
     compare = commands.add_parser(
@@ -175,18 +183,14 @@ def _parser() -> argparse.ArgumentParser:
     compare.set_defaults(command=_compare)
 
     plot = commands.add_parser(
-        "plot", help="write the report's figures into DIR/figures/ (PNG and SVG)", description=_plot.__doc__
+        "plot",
+        help="write the report's figures into DIR/figures/ (PNG; SVG too with --formats)",
+        description=_plot.__doc__,
     )
     _add_paths(plot)
     _add_grouping(plot)
     _add_out(plot, "the figures")
-    plot.add_argument(
-        "--formats",
-        type=_formats,
-        default=FORMATS,
-        metavar="FORMATS",
-        help=f"comma-separated file formats to write, of {', '.join(FORMATS)} (default: {','.join(FORMATS)})",
-    )
+    _add_formats(plot)
     plot.set_defaults(command=_plot)
 
     summary = commands.add_parser(
@@ -317,6 +321,18 @@ def _add_out(parser: argparse.ArgumentParser, what: str) -> None:
     )
 
 
+def _add_formats(parser: argparse.ArgumentParser) -> None:
+    """``--formats``, alike for ``report`` and ``plot``."""
+    parser.add_argument(
+        "--formats",
+        type=_formats,
+        default=DEFAULT_FIGURE_FORMATS,
+        metavar="FORMATS",
+        help=f"comma-separated figure file formats to write, of {', '.join(FORMATS)} (default: "
+        f"{','.join(DEFAULT_FIGURE_FORMATS)}; png,svg adds a zoomable copy of each figure)",
+    )
+
+
 def _add_baseline(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--baseline",
@@ -392,13 +408,16 @@ def _summary(args: argparse.Namespace) -> int:
 
 def _report(args: argparse.Namespace) -> int:
     """Write DIR/report.md: inputs, machines, fitted figures with confidence intervals, measured vs
-    predicted with errors, the machine comparison, and the figures (PNG and SVG) it links."""
+    predicted with errors, the machine comparison, and the figures it links (PNG; SVG too with
+    --formats png,svg)."""
     from analysis.report import OWNER, REPORT_NAME, write_report
 
     with _out_folder(args) as out:
         check_replaceable(out, OWNER, [REPORT_NAME], args.force)
         selection = _load(args)
-        written = write_report(selection, out_dir=out, baseline=args.baseline, force=args.force)
+        written = write_report(
+            selection, out_dir=out, baseline=args.baseline, force=args.force, formats=args.formats
+        )
     for line in written.kept:
         _say(f"{_PROG}: warning: {line}", sys.stderr)
     used, left_out = len(selection.result.runs), len(selection.left_out)
@@ -417,16 +436,27 @@ def _compare(args: argparse.Namespace) -> int:
     none were saved). Runs of any other pytest-benchmark suite are compared case by case (matched by
     fullname, min and median). Runs saved twice count once per group; quick and partial runs are left out
     unless included, and with --by run each is its own column, never pooled."""
-    from analysis.facts import BY_MACHINE, BY_RUN
+    from analysis.compare import UNREAD_COLUMNS
+    from analysis.facts import BY_MACHINE, BY_RUN, CASE_GROUPINGS
     from analysis.load import fact_column, load_runs
     from analysis.runs import selection_lines
 
-    fact = None if args.by in (BY_MACHINE, BY_RUN) else args.by
+    fact = None if args.by in (BY_MACHINE, BY_RUN, *CASE_GROUPINGS) else args.by
     column = fact_column(fact) if fact else None
     samples = _samples(args, points=args.points)
-    meanwhile = _importer("analysis.compare", "analysis.render")
+    # Imported while the files load: the tables, and the significance test where raw samples are read.
+    meanwhile = _importer("analysis.render", *(["scipy.stats"] if samples is not False else []))
     loaded = load_runs(
-        args.paths, samples=samples, facts=(fact,) if fact else (), meanwhile=meanwhile, cache=_cache(args)
+        args.paths,
+        samples=samples,
+        facts=(fact,) if fact else (),
+        meanwhile=meanwhile,
+        cache=_cache(args),
+        # Text columns as categories, and the columns no comparison reads left out (a fleet's frame in a
+        # fraction of the memory); --by framework rewrites cases' coordinates (``analysis.case_groups``)
+        # and so keeps the plain frame.
+        categorical=args.by not in CASE_GROUPINGS,
+        unread=UNREAD_COLUMNS if args.by not in CASE_GROUPINGS else (),
     )
     if loaded.frame.empty:  # no launchbench case: any other suite's, case by case
         return _compare_cases(args, fact)
@@ -434,8 +464,11 @@ def _compare(args: argparse.Namespace) -> int:
     from analysis.fits import fit_all
 
     selection = _selected(args, loaded, apart=column)
-    groups = _groups(selection.result.runs, args, column)
-    frame = groups.relabel(selection.result.frame)
+    if args.by in CASE_GROUPINGS:
+        groups, frame = _case_groups(selection.result.frame, args)
+    else:
+        groups = _groups(selection.result.runs, args, column)
+        frame = groups.relabel(selection.result.frame)
     head = [*selection_lines(selection), *group_notes(groups)]
     if args.points:
         table = point_table(frame, groups.baseline.label)
@@ -500,6 +533,17 @@ def _groups(runs: pd.DataFrame, args: argparse.Namespace, column: str | None) ->
         raise CLIError(f"--by {by}: no run used records {'.'.join(fact_path(by))}")
     try:
         return group_runs(runs, by, args.baseline, column)
+    except ValueError as exc:
+        raise CLIError(str(exc)) from exc
+
+
+def _case_groups(frame: pd.DataFrame, args: argparse.Namespace) -> tuple[Groups, pd.DataFrame]:
+    """``analysis.case_groups.group_cases`` of the rows used (``--by framework``); ``CLIError`` when no run
+    holds a framework case or ``--baseline`` names no rung."""
+    from analysis.case_groups import group_cases
+
+    try:
+        return group_cases(frame, args.by, args.baseline)
     except ValueError as exc:
         raise CLIError(str(exc)) from exc
 
@@ -614,8 +658,13 @@ def _plot(args: argparse.Namespace) -> int:
     present. Runs of another pytest-benchmark suite: their cases against the baseline group (cases), as
     ``compare`` sets them side by side. A folder that holds a report is refused: its report.md links the
     figures there, which must stay the report's own."""
-    from analysis.facts import BY_MACHINE, BY_RUN
+    from analysis.facts import BY_MACHINE, BY_RUN, CASE_GROUPINGS
 
+    if args.by in CASE_GROUPINGS:
+        raise CLIError(
+            f"--by {args.by}: plot groups runs; its ladder figure already sets every {args.by} side by side, "
+            f"and compare --by {args.by} sets their figures against one another"
+        )
     with _out_folder(args) as out:
         _refuse_a_report(out)
         fact = None if args.by in (BY_MACHINE, BY_RUN) else args.by

@@ -147,6 +147,8 @@ class RunCache:
         self._segments: dict[str, list[tuple[Key, Entry]]] = {}
         self._rows: dict[str, dict[str, object]] = {}
         self._kinds: dict[str, dict[str, str]] = {}
+        #: Columns ``columns`` leaves unread (``analysis.load.load_runs``' ``unread``).
+        self.unread: frozenset[str] = frozenset()
 
     def lookup(self, paths: Sequence[Path]) -> tuple[list[Key | None], dict[int, Entry]]:
         """Every path's key, and the entries (by position in ``paths``) that stand for their file now."""
@@ -161,13 +163,20 @@ class RunCache:
         return keys, hits
 
     def columns(self, segment: str) -> tuple[dict[str, object], dict[str, str]]:
-        """The rows of ``segment`` as ``analysis.load`` columns, and each column's encoding."""
+        """The rows of ``segment`` as ``analysis.load`` columns (but those ``unread``), and each column's
+        encoding."""
         if segment not in self._rows:
             import pyarrow.parquet as pq
 
-            table = pq.read_table(self.folder / f"{segment}.rows.parquet")
-            kinds = _kinds(table.schema.metadata)
-            self._rows[segment] = {name: _decode(table.column(name), kinds[name]) for name in kinds}
+            path = self.folder / f"{segment}.rows.parquet"
+            kinds = _kinds(pq.read_schema(path).metadata)
+            kinds = {name: kind for name, kind in kinds.items() if name not in self.unread}
+            table = pq.read_table(path, columns=list(kinds))
+            rows = {}
+            for name in kinds:  # each column's Arrow buffers freed once decoded: a fleet's are a gigabyte
+                rows[name] = _decode(table.column(name), kinds[name])
+                table = table.drop_columns([name])
+            self._rows[segment] = rows
             self._kinds[segment] = kinds
         return self._rows[segment], self._kinds[segment]
 
@@ -220,6 +229,7 @@ class RunCache:
         import pyarrow as pa
         import pyarrow.parquet as pq
 
+        shared: dict[tuple[str, ...], tuple[str, ...]] = {}  # one tuple of row keys for the files that agree
         for path in sorted(self.folder.glob("*.files.parquet")):
             name = path.name.removesuffix(".files.parquet")
             try:
@@ -228,6 +238,7 @@ class RunCache:
                 for values in zip(*(table[column] for column in _ENTRY_COLUMNS), strict=True):
                     *key, first, count, info = values
                     run, problems, keys = pickle.loads(info)
+                    keys = shared.setdefault(keys, keys)
                     entries.append((Key(*key), Entry(name, first, count, run, problems, keys)))
             except (*_UNREADABLE, pa.ArrowException):
                 continue
@@ -357,8 +368,9 @@ def _encode(values: object) -> tuple[object, str]:
 
 
 def _decode(column: object, kind: str) -> object:
-    """The column ``_encode`` wrote, as ``analysis.load`` holds it: texts shared (one object per distinct
-    text), raw samples as writable float64 arrays."""
+    """The column ``_encode`` wrote, as ``analysis.load`` holds it: texts as a ``Categorical``
+    (``text_categorical``: the codes as stored, no Python object per row), raw samples as writable float64
+    arrays, pickled values unpickled once per distinct value (a fleet's 4·10⁶ rows repeat a few)."""
     import numpy as np
     import pyarrow as pa
 
@@ -368,15 +380,45 @@ def _decode(column: object, kind: str) -> object:
     if kind == _TEXT:
         if not isinstance(array, pa.DictionaryArray):
             array = array.dictionary_encode()
-        texts = np.array([*array.dictionary.to_pylist(), math.nan], dtype=object)
-        indices = array.indices.fill_null(len(texts) - 1).to_numpy(zero_copy_only=False)
-        return texts[indices].tolist()
+        codes = array.indices.fill_null(-1).to_numpy(zero_copy_only=False)
+        return text_categorical(codes, array.dictionary.to_pylist())
     if kind == _ARRAYS:
         offsets = array.offsets.to_numpy()
         flat = np.array(array.values.to_numpy(zero_copy_only=False), dtype=np.float64)  # a writable copy
         missing = array.is_null().to_numpy(zero_copy_only=False)
         return [None if missing[i] else flat[offsets[i] : offsets[i + 1]] for i in range(len(array))]
-    return [pickle.loads(value) for value in array.to_pylist()]
+    encoded = array.dictionary_encode()
+    values = [pickle.loads(value) for value in encoded.dictionary.to_pylist()]
+    if not all(map(_immutable, values)):  # rows must not share a list or a dict: one object per row
+        return [pickle.loads(value) for value in array.to_pylist()]
+    distinct = np.empty(len(values), dtype=object)
+    for index, value in enumerate(values):  # one by one: numpy would make a tuple of tuples a 2-D array
+        distinct[index] = value
+    return distinct[encoded.indices.to_numpy(zero_copy_only=False)].tolist()
+
+
+def _immutable(value: object) -> bool:
+    """Whether ``value`` cannot be changed in place (so rows may share it)."""
+    if isinstance(value, tuple | frozenset):
+        return all(map(_immutable, value))
+    return value is None or isinstance(value, str | bytes | bool | int | float | complex)
+
+
+def text_categorical(codes: object, texts: Sequence[str]) -> object:
+    """The texts ``codes`` (numpy integers; -1: missing) point into as a ``pandas.Categorical`` whose
+    categories are the distinct ``texts``, sorted and of Python strings, so that sorting, grouping and
+    comparing it behave as on the texts themselves."""
+    import numpy as np
+    import pandas as pd
+
+    codes = np.asarray(codes)
+    unique, inverse = np.unique(np.array(list(texts), dtype=object), return_inverse=True)
+    if unique.size:
+        codes = np.where(codes >= 0, inverse.reshape(-1)[np.clip(codes, 0, None)], -1)
+    else:
+        codes = np.full(codes.shape, -1)
+    dtype = pd.CategoricalDtype(pd.Index(unique, dtype=object))
+    return pd.Categorical.from_codes(codes, dtype=dtype)
 
 
 def _kinds(metadata: Mapping[bytes, bytes] | None) -> dict[str, str]:

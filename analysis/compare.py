@@ -31,9 +31,9 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
-import scipy.stats
 
 from analysis import ops
+from analysis.cache import text_categorical
 from analysis.decode import STATISTIC as DECODE_STATISTIC
 from analysis.facts import BY_MACHINE, BY_RUN
 from analysis.fits import Fits
@@ -67,6 +67,30 @@ POINT_KEYS = (
     "framework",
     "threads",
     "compiler",
+)
+
+#: Frame columns no comparison reads (``analysis.load.load_runs``' ``unread``): who ran it (the machine id
+#: says it), which test, the statistics no figure is taken from. A fleet's frame holds 10⁶ rows of each.
+UNREAD_COLUMNS = frozenset(
+    {
+        "host",
+        "system",
+        "cpu_model",
+        "gpu_name",
+        "gpu_attributes",
+        "commit",
+        "pb_version",
+        "name",
+        "group",
+        "max",
+        "mean",
+        "stddev",
+        "iqr",
+        "q1",
+        "q3",
+        "ops",
+        "iterations",
+    }
 )
 
 #: Mark texts, for tables and their legends.
@@ -106,6 +130,8 @@ def mann_whitney(x: npt.ArrayLike, y: npt.ArrayLike) -> MannWhitney:
         raise ValueError(f"Mann-Whitney U needs two non-empty samples, got sizes {xs.size} and {ys.size}")
     if not (np.isfinite(xs).all() and np.isfinite(ys).all()):
         raise ValueError("Mann-Whitney U needs finite samples")
+    import scipy.stats  # here: a comparison without raw samples judges nothing, and scipy.stats takes 0.5 s
+
     result = scipy.stats.mannwhitneyu(
         xs, ys, alternative="two-sided", method="asymptotic", use_continuity=True
     )
@@ -154,19 +180,26 @@ def in_time_order(labels: Sequence[str], when: Sequence[object]) -> list[str]:
     """The distinct ``labels`` ordered by the earliest of their times ``when`` (one per label occurrence;
     unknown times last), ties by the label's text: an order, and so a default baseline (the first), that
     does not depend on the order the runs were named or loaded in."""
+    labels = list(labels)
     times = pd.to_datetime(pd.Series(list(when), dtype=object), utc=True, format="ISO8601", errors="coerce")
-    first = pd.Series(times.to_numpy(), index=list(labels)).groupby(level=0, sort=False).min()
-    return sorted(
-        dict.fromkeys(labels),
-        key=lambda label: (pd.isna(first[label]), 0 if pd.isna(first[label]) else first[label].value, label),
-    )
+    first = pd.Series(times.to_numpy(), index=labels).groupby(level=0, sort=False).min()
+    # Each label's key once (10⁵ runs grouped by run: one Series lookup per label and comparison was most of
+    # the time).
+    keys = {label: (pd.isna(time), 0 if pd.isna(time) else time.value) for label, time in first.items()}
+    return sorted(dict.fromkeys(labels), key=lambda label: (*keys[label], label))
 
 
 def frame_groups(frame: pd.DataFrame) -> list[str]:
     """The groups (``machine_id``) of a frame in time order (``in_time_order`` of their runs' times)."""
     if "run_datetime" not in frame:
-        return sorted(dict.fromkeys(str(group) for group in frame["machine_id"]))
-    return in_time_order([str(group) for group in frame["machine_id"]], list(frame["run_datetime"]))
+        return sorted(dict.fromkeys(str(group) for group in frame["machine_id"].unique()))
+    # Each group's earliest time first, in one pass over the rows (a fleet's frame holds 4·10⁶ of them), then
+    # the groups ordered by those.
+    times = frame["run_datetime"]
+    if not isinstance(times.dtype, pd.DatetimeTZDtype):
+        times = pd.to_datetime(times.astype(object), utc=True, format="ISO8601", errors="coerce")
+    first = times.groupby(frame["machine_id"], sort=False, dropna=False, observed=True).min()
+    return in_time_order([str(group) for group in first.index], list(first))
 
 
 def choose_baseline(groups: Sequence[str], baseline: str | None, what: str = "machine") -> str:
@@ -223,7 +256,22 @@ class Groups:
     def relabel(self, frame: pd.DataFrame) -> pd.DataFrame:
         """``frame`` with each row's ``machine_id`` replaced by its run's group label (see the module
         docstring), the machine kept as ``machine``."""
-        return frame.assign(machine=frame["machine_id"], machine_id=frame["source"].map(self.of_source))
+        return frame.assign(machine=frame["machine_id"], machine_id=mapped(frame["source"], self.of_source))
+
+
+def mapped(values: pd.Series, mapping: Mapping[str, str]) -> pd.Series:
+    """``values.map(mapping)`` (texts to texts), kept a ``Categorical`` where ``values`` is one: each distinct
+    value is looked up once, not each of a fleet's 4·10⁶ rows (``analysis.load``'s ``categorical``)."""
+    if not isinstance(values.dtype, pd.CategoricalDtype):
+        return values.map(mapping)
+    targets = [mapping.get(value) for value in values.cat.categories]
+    known = np.array([isinstance(target, str) for target in targets], dtype=bool)
+    if not all(known[values.cat.codes[values.cat.codes >= 0].unique()]):  # a value without a text: as map
+        return values.astype(object).map(mapping)
+    codes = values.cat.codes.to_numpy()
+    codes = np.where((codes >= 0) & known[np.clip(codes, 0, None)], codes, -1)
+    texts = [target if isinstance(target, str) else "" for target in targets]
+    return pd.Series(text_categorical(codes, texts), index=values.index, name=values.name)
 
 
 def group_code(index: int) -> str:
@@ -641,8 +689,9 @@ def measured_figures(frame: pd.DataFrame) -> list[MeasuredFigure]:
     if frame.empty or not {"case", "device"} <= set(frame.columns):
         return []
     figures: list[MeasuredFigure] = []
-    cpu = frame[frame["device"] == "cpu"]
-    many = cpu[cpu["case"] == "many_vs_one"]
+    # Each family's rows, only the columns read here (a fleet's CPU rows are all 4·10⁶ of its frame).
+    cpu = frame["device"] == "cpu"
+    many = _rows_of(frame, cpu & (frame["case"] == "many_vs_one"), ("pieces", "variant"))
     if not many.empty and {"pieces", "variant"} <= set(many.columns):
         most = int(many["pieces"].max())
         for variant in sorted(set(many["variant"].dropna()), key=lambda v: (v != "views", v)):
@@ -655,7 +704,7 @@ def measured_figures(frame: pd.DataFrame) -> list[MeasuredFigure]:
                     HOST_STATISTIC,
                 )
             )
-    floors = cpu[cpu["case"] == "decode_floor"]
+    floors = _rows_of(frame, cpu & (frame["case"] == "decode_floor"), ("plan",))
     if not floors.empty and "plan" in floors:
         for plan in sorted(set(floors["plan"].dropna())):
             figures.append(
@@ -667,7 +716,7 @@ def measured_figures(frame: pd.DataFrame) -> list[MeasuredFigure]:
                     ops.STATISTIC,
                 )
             )
-    op_rows = cpu[cpu["case"] == "numpy_op"]
+    op_rows = _rows_of(frame, cpu & (frame["case"] == "numpy_op"), ("n_calls", "op"))
     if not op_rows.empty and "n_calls" in op_rows:
         for op in sorted(set(op_rows["op"].dropna())):
             figures.append(
@@ -675,9 +724,27 @@ def measured_figures(frame: pd.DataFrame) -> list[MeasuredFigure]:
                     f"op cost: {op}", op, "numpy_op", (("device", "cpu"), ("op", op)), ops.STATISTIC, True
                 )
             )
-    steps = frame[(frame["case"] == "decode_step") & (frame["op"] == "decode_step")] if "op" in frame else []
+    launches = frame[frame["case"] == "framework_launch"]
+    if not launches.empty and {"n_args", "n_calls"} <= set(launches.columns):
+        # ``analysis.case_groups``: each rung's cost per launch (n_calls = launches per timed call).
+        for n_args in sorted(set(launches["n_args"].dropna())):
+            figures.append(
+                MeasuredFigure(
+                    f"cost per launch, {int(n_args)} args",
+                    f"launch {int(n_args)} args",
+                    "framework_launch",
+                    (("n_args", n_args),),
+                    "median",
+                    True,
+                )
+            )
+    steps = (
+        _rows_of(frame, (frame["case"] == "decode_step") & (frame["op"] == "decode_step"), _STEP_KEYS)
+        if "op" in frame
+        else []
+    )
     if len(steps):
-        keys = [key for key in ("device", "config", "plan", "mode", "batch", "ctx") if key in steps]
+        keys = [key for key in _STEP_KEYS if key in steps]
         configs = steps["config"].nunique() if "config" in steps else 1
         for values, _ in steps.groupby(keys, dropna=False, sort=True):
             known = [(key, value) for key, value in zip(keys, values, strict=True) if not pd.isna(value)]
@@ -697,6 +764,25 @@ def measured_figures(frame: pd.DataFrame) -> list[MeasuredFigure]:
     return figures
 
 
+#: The coordinates that tell one decode step figure from another.
+_STEP_KEYS = ("device", "config", "plan", "mode", "batch", "ctx")
+
+
+def _rows_of(frame: pd.DataFrame, keep: pd.Series, columns: Sequence[str]) -> pd.DataFrame:
+    """The rows ``keep`` marks, with those of ``columns`` that ``frame`` has."""
+    return frame.loc[keep, [column for column in columns if column in frame]]
+
+
+def _point_ids(rows: pd.DataFrame) -> pd.Series:
+    """Each row's measured point (its ``POINT_KEYS`` values) as a number, equal for equal points; numbered in
+    the order of the points' values. Only the keys whose values differ between the rows are read: the
+    others cannot tell two points apart (and a fleet's rows hold 10⁵ copies of each)."""
+    varying = [key for key in point_columns(rows) if rows[key].nunique(dropna=False) > 1]
+    if not varying:
+        return pd.Series(0, index=rows.index)
+    return rows.groupby(varying, dropna=False, sort=True, observed=True).ngroup()
+
+
 def _measured_rows(
     frame: pd.DataFrame, figure: MeasuredFigure, groups: Sequence[str], base: str
 ) -> list[dict[str, object]]:
@@ -706,9 +792,9 @@ def _measured_rows(
     keep = frame["case"] == figure.case
     for key, value in figure.match:
         keep &= frame[key] == value
-    rows = frame[keep]
-    # Each row's measured point as one number (a hash of its ``POINT_KEYS`` as text), computed once.
-    points = pd.util.hash_pandas_object(rows[point_columns(rows)].astype(str), index=False)
+    read = [*point_columns(frame), "machine_id", "data", figure.statistic, *(["n_calls"] * figure.per_call)]
+    rows = _rows_of(frame, keep, list(dict.fromkeys(read)))
+    points = _point_ids(rows)  # each row's measured point, computed once
     by_group = dict(tuple(rows.groupby("machine_id", sort=False)))
     base_rows = by_group.get(base)
     base_value = _measured_value(base_rows, figure) if base_rows is not None else math.nan
@@ -764,32 +850,46 @@ class _Points:
 
     def __init__(self, frame: pd.DataFrame) -> None:
         columns = [*point_columns(frame), "machine_id", "data", *(["bytes"] if "bytes" in frame else [])]
-        narrow = frame[columns] if not frame.empty else frame
-        self.rows = dict(tuple(narrow.groupby(["case", "machine_id"], sort=False))) if not frame.empty else {}
+        self._frame = frame
+        self._columns = [frame.columns.get_loc(column) for column in columns] if not frame.empty else []
+        # Each (case, group)'s row positions; its rows are taken when asked for (taking every group's up front
+        # copied the columns of the whole frame).
+        self._where = {} if frame.empty else frame.groupby(["case", "machine_id"], observed=True).indices
+        self._rows: dict[tuple, pd.DataFrame] = {}
+
+    def rows(self, case: str, group: str) -> pd.DataFrame | None:
+        """The narrow rows of ``case`` measured by ``group`` (each taken once), None when there are none."""
+        key = (case, group)
+        if key not in self._rows:
+            where = self._where.get(key)
+            self._rows[key] = None if where is None else self._frame.iloc[where, self._columns]
+        return self._rows[key]
 
     def anchor_rows(self, anchor: Anchor, base_fit: pd.Series, fit: pd.Series) -> pd.DataFrame:
         """The rows (both groups) of the one point ``anchor`` names for the pair (baseline, other group)."""
         groups = (base_fit["machine_id"], fit["machine_id"])
-        parts = [self.rows[(anchor.case, group)] for group in groups if (anchor.case, group) in self.rows]
+        parts = [rows for group in groups if (rows := self.rows(anchor.case, group)) is not None]
         if len(parts) < len(groups):
             return pd.DataFrame(columns=["machine_id", "data"])
-        rows = pd.concat(parts)
+        # Each group's rows narrowed before they are joined: the point is a few of a fleet's 10⁴ rows.
         for key, value in (("op", anchor.op), ("mode", anchor.mode), ("layer", anchor.layer)):
-            if value is not None and key in rows:
-                rows = rows[rows[key] == value]
-        if anchor.size is None or rows.empty:
-            return rows
-        common = set.intersection(*(set(rows.loc[rows["machine_id"] == g, anchor.size]) for g in groups))
+            if value is not None and key in parts[0]:
+                parts = [part[part[key] == value] for part in parts]
+        if anchor.size is None or all(part.empty for part in parts):
+            return pd.concat(parts)
+        common = set.intersection(*(set(part[anchor.size].unique()) for part in parts))
         if anchor.within is not None:
             common &= set(base_fit[anchor.within]) & set(fit[anchor.within])
         if not common:
-            return rows.iloc[0:0]
+            return pd.concat(parts).iloc[0:0]
         size = min(common) if anchor.pick == "smallest" else max(common)
-        rows = rows[rows[anchor.size] == size]
+        rows = pd.concat([part[part[anchor.size] == size] for part in parts])
         # One point measured alike in both groups (e.g. the same numpy calls per timed call), so their
         # samples compare as they are.
-        for _, point in rows.groupby(point_columns(rows), dropna=False, sort=True):
-            if set(groups) <= set(point["machine_id"]):
+        points = _point_ids(rows)
+        for number in range(int(points.max()) + 1):  # the points in the order of their values
+            point = rows[(points == number).to_numpy()]
+            if set(groups) <= set(point["machine_id"].unique()):
                 return point
         return rows.iloc[0:0]
 
@@ -799,7 +899,7 @@ def _point_text(rows: pd.DataFrame, as_rate: bool) -> str:
     said to be rates, where ``as_rate`` compares each group's own size)."""
     if rows.empty:
         return ""
-    row = rows.iloc[0]
+    row = {key: rows[key].iat[0] for key in rows.columns}  # the first row (``iloc[0]``: slow on a wide frame)
     parts = [str(row["case"])]
     keys = ("op", "variant", "mode") if as_rate else ("op", "n", "pieces", "variant", "mode", "n_kernels")
     keys += ("layer", "n_args")

@@ -285,13 +285,21 @@ def calibrated_bandwidths(matvec: pd.DataFrame) -> dict[str, float]:
     return result
 
 
+#: The columns of a step's row that its per-run CPU prediction reads (``_cpu_run_prediction``).
+_RUN_COLUMNS = ("probe_s", "probe_bytes", "probe_op_counts", "llc_bytes", "op_counts", "source")
+
+
 def _cpu_prediction(
     row: dict[str, object], group: pd.DataFrame, host: pd.DataFrame | None, terms: _CpuTerms
 ) -> dict[str, object]:
     """CPU predictions (module docstring) of one step, per saved run of it (``group``'s rows), then the
     median over runs of each figure: the lower bound from the same run's probe, the per-op model with its
     interval, and the seed's model."""
-    per_run = [_cpu_run_prediction(row, run, host, terms) for _, run in group.iterrows()]
+    machine_id = str(row["machine_id"])
+    fit = host.loc[machine_id] if host is not None and machine_id in host.index else None
+    # Plain dicts, and the machine's fit looked up once: a fleet's step has thousands of runs.
+    used = [column for column in _RUN_COLUMNS if column in group]
+    per_run = [_cpu_run_prediction(row, run, fit, terms) for run in group[used].to_dict("records")]
     per_run = [result for result in per_run if result]
     if not per_run:
         return {}
@@ -309,16 +317,16 @@ def _cpu_prediction(
 
 
 def _cpu_run_prediction(
-    row: dict[str, object], run: pd.Series, host: pd.DataFrame | None, terms: _CpuTerms
+    row: dict[str, object], run: Mapping[str, object], fit: pd.Series | None, terms: _CpuTerms
 ) -> dict[str, object]:
-    """The CPU predictions of one saved run of the step (``run``: its frame row)."""
+    """The CPU predictions of one saved run of the step (``run``: its frame row; ``fit``: its machine's
+    ``fit_host`` row, None where the law was not fitted)."""
     machine_id = str(row["machine_id"])
-    fit = host.loc[machine_id] if host is not None and machine_id in host.index else None
     t0_s = float(fit["t0_s"]) if fit is not None else math.nan
     probe = run.get("probe_s")
-    probe_bytes = float(run.get("probe_bytes", math.nan))
+    probe_bytes = _number(run.get("probe_bytes"))
     result: dict[str, object] = {"fixed_s": 0.0}
-    llc = pd.to_numeric(pd.Series([run.get("llc_bytes")]), errors="coerce").iloc[0]
+    llc = _number(run.get("llc_bytes"))
     if math.isfinite(llc) and llc > 0:
         result.update(llc_bytes=float(llc), cache_resident=bool(float(row["bytes"]) < DRAM_LLC_FACTOR * llc))
     if isinstance(probe, tuple) and probe and math.isfinite(probe_bytes):
@@ -401,6 +409,13 @@ def _cpu_run_prediction(
         # the point is the interval's lower end up to rounding (the fastest resampled round): kept inside
         result.update(op_model_low_s=min(low, op_model_s), op_model_high_s=max(high, op_model_s))
     return result
+
+
+def _number(value: object) -> float:
+    """``value`` as a float; NaN for a missing or non-numeric one (a run saved without the field)."""
+    if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
+        return math.nan
+    return float(value)
 
 
 def _model_interval(

@@ -16,6 +16,8 @@ from collections.abc import Mapping
 #: The groupings of a comparison that are not facts: each machine, each saved run.
 BY_MACHINE = "machine"
 BY_RUN = "run"
+#: The case coordinates a comparison can group by: each row by its own value (``analysis.case_groups``).
+CASE_GROUPINGS = ("framework",)
 
 #: The saved JSON's top-level keys a fact path may start with (the run record's key is part of the data
 #: contract: ``benchmarks.run_record.RUN_RECORD_KEY``).

@@ -12,7 +12,6 @@ samples too when the run saved them. All results are frozen dataclasses in SI un
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -326,7 +325,8 @@ def bootstrap(
     Each replicate resamples the points (so a law that misses some sizes widens the interval; a resample
     with fewer than ``min_sizes`` distinct sizes cannot be fitted and does not count). With ``samples``,
     each drawn point's time is also redrawn: the ``statistic`` of a resample of its raw samples (so
-    measurement noise widens it too). Without, the points are resampled by ``scipy.stats.bootstrap``.
+    measurement noise widens it too). Without, the points are resampled as ``scipy.stats.bootstrap`` does
+    (``_bootstrap_points``).
     """
     if n_boot < 100:
         raise ValueError(f"n_boot must be >= 100 for a percentile interval, got {n_boot!r}")
@@ -374,34 +374,38 @@ def _bootstrap_points(
     seed: int,
     min_sizes: int,
 ) -> np.ndarray:
-    """``estimator`` over ``scipy.stats.bootstrap``'s resamples of the points (pairs of size and time), as
-    (replicates, parameters). A resample with fewer than ``min_sizes`` distinct sizes gives NaN there (scipy
-    cannot redraw it) and is left out: the replicates kept are drawn from the same distribution as a
-    redraw gives, that of the resamples the law can be fitted to."""
+    """``estimator`` over resamples of the points (pairs of size and time), as (replicates, parameters). A
+    resample with fewer than ``min_sizes`` distinct sizes gives NaN there and is left out: the replicates
+    kept are drawn from the same distribution as a redraw gives, that of the resamples the law can be
+    fitted to.
 
-    import scipy.stats  # deferred, as in ``weighted_least_squares``
-
-    def fitted(index: np.ndarray, axis: int = -1) -> np.ndarray:
-        rows = np.atleast_2d(index)  # (batch, points) of point numbers
+    The resamples are those ``scipy.stats.bootstrap((np.arange(points),), …, n_resamples=n_boot,
+    batch=_POINTS_PER_BATCH // points, vectorized=True, rng=np.random.default_rng(seed))`` draws, drawn
+    here the same way (``Generator.integers`` of one batch of rows at a time), so the replicates are its
+    replicates bit for bit (``tests/test_fleet_scale.py``) without its copy of each resample: a fleet of
+    runs pools 10⁴ points a machine, and scipy's copies took a quarter of the fits' time."""
+    rng = np.random.default_rng(seed)
+    batch = max(1, _POINTS_PER_BATCH // sizes.size)
+    parts = []
+    for start in range(0, n_boot, batch):
+        rows = rng.integers(0, sizes.size, size=(min(batch, n_boot - start), sizes.size), dtype="int64")
+        drawn = sizes[rows]
         with np.errstate(divide="ignore", invalid="ignore"):  # a one-size resample, set to NaN below
-            values = np.array(estimator(sizes[rows], seconds[rows]), dtype=float)
-        values[~_enough_sizes(rows, sizes, min_sizes)] = math.nan
-        return values.T  # (parameters, batch): scipy's layout of a statistic with several values
-
-    with warnings.catch_warnings():
-        # NaN replicates make scipy's own interval NaN and warn; the interval is taken from those kept.
-        warnings.simplefilter("ignore", scipy.stats.DegenerateDataWarning)
-        result = scipy.stats.bootstrap(
-            (np.arange(sizes.size),),
-            fitted,
-            n_resamples=n_boot,
-            batch=max(1, _POINTS_PER_BATCH // sizes.size),
-            vectorized=True,
-            method="percentile",
-            rng=np.random.default_rng(seed),
-        )
-    replicates = np.asarray(result.bootstrap_distribution, dtype=float).reshape(-1, n_boot).T
+            values = np.array(estimator(drawn, seconds[rows]), dtype=float)
+        values[~_enough_drawn(drawn, sizes, min_sizes)] = math.nan
+        parts.append(values)
+    replicates = np.concatenate(parts)
     return replicates[~np.isnan(replicates).any(axis=1)]
+
+
+def _enough_drawn(drawn: np.ndarray, sizes: np.ndarray, at_least: int) -> np.ndarray:
+    """``_enough_sizes`` of resamples given by their drawn sizes (rows of ``drawn``, values of ``sizes``):
+    two sizes ask only that a row's values are not all its first, read off the sizes already drawn."""
+    if at_least <= 1:
+        return np.ones(drawn.shape[0], dtype=bool)
+    if at_least == 2:
+        return (drawn != drawn[:, :1]).any(axis=1)
+    return _enough_sizes(np.searchsorted(np.unique(sizes), drawn), np.unique(sizes), at_least)
 
 
 def _enough_sizes(index: np.ndarray, sizes: np.ndarray, at_least: int) -> np.ndarray:

@@ -24,10 +24,22 @@ from analysis.host import HOST_COLUMNS, fit_host, predict_many_vs_one
 from analysis.launch import CUDA_CASES, FIT_COLUMNS, decode_with_measured, fit_launch, predict_spin
 
 #: The cases whose raw samples a fit or a compared figure reads: the numpy call sizes (the CPU law's
-#: intervals and differences), the host bandwidths, every GPU launch case, and the cases of the measured
-#: headline figures ``analysis.compare`` judges (many vs one, the decode step and its floor, per-op costs).
+#: intervals and differences), the host bandwidths, every GPU launch case, the cases of the measured
+#: headline figures ``analysis.compare`` judges (many vs one, the decode step and its floor, per-op costs),
+#: and the framework cases ``compare --by framework`` judges (``analysis.case_groups``).
 SAMPLED_CASES = frozenset(
-    {"ufunc_size", "host_bandwidth", "many_vs_one", "numpy_op", "decode_floor", "decode_step", *CUDA_CASES}
+    {
+        "ufunc_size",
+        "host_bandwidth",
+        "many_vs_one",
+        "numpy_op",
+        "decode_floor",
+        "decode_step",
+        "framework_call",
+        "framework_step",
+        "framework_launch",
+        *CUDA_CASES,
+    }
 )
 
 
@@ -97,10 +109,16 @@ def _per_machine(
     the same order (by machine id), as one call."""
     if frame.empty or "machine_id" not in frame:
         return fit(frame)
-    machines = [rows for _, rows in frame.groupby("machine_id", sort=True)]
+    where = frame.groupby("machine_id", sort=True, observed=True).indices
+    machines = [where[machine] for machine in sorted(where)]  # each machine's row positions
     workers = min(len(machines), len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1)
     if workers < 2:
         return fit(frame)
+
+    def fit_one(positions: object) -> pd.DataFrame:
+        # A machine's rows are taken when its fit starts: taking them all first copied the whole frame.
+        return fit(frame.iloc[positions])
+
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        parts = [part for part in pool.map(fit, machines) if not part.empty]
+        parts = [part for part in pool.map(fit_one, machines) if not part.empty]
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=list(columns))

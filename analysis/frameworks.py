@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.fit import DEFAULT_LEVEL
+from analysis.fits import Fits
 from analysis.host import fit_host
 from analysis.launch import DEMO2_BATCH, DEMO2_CTX, DEMO2_GPU
 from model.launch import FUSED, SEED_GAP_S, UNFUSED, compose, compose_graph
@@ -66,6 +67,8 @@ STEP_COLUMNS = (
     "bytes",
     "vs_numpy",
     "vs_eager",
+    "op_model_s",
+    "vs_op_model",
 )
 #: The statistic the step ratios compare, by device (``step_times``).
 STEP_STATISTIC = {"cpu": "min_s", "cuda": "median_s"}
@@ -141,12 +144,17 @@ def fit_torch_graph(costs: pd.DataFrame, machine_id: str) -> tuple[float, float]
     return float(launch_s), float(node_s)
 
 
-def step_times(frame: pd.DataFrame) -> pd.DataFrame:
+def step_times(frame: pd.DataFrame, decode_steps: pd.DataFrame | None = None) -> pd.DataFrame:
     """Each ``framework_step`` per machine, device, framework and compiler (``STEP_COLUMNS``; each statistic
     the median over runs): ``vs_numpy`` its time over the numpy step's of the same machine and device,
     ``vs_eager`` over the same framework's eager step (NaN where either is absent). The ratios compare the
     fastest rounds on the CPU (``STEP_STATISTIC``: other work on the machine only adds time, as
-    ``analysis.host`` reasons) and the medians on the GPU."""
+    ``analysis.host`` reasons) and the medians on the GPU.
+
+    ``decode_steps`` (``analysis.fits.Fits.decode_steps``): ``op_model_s`` is the per-op model of the numpy
+    ``decode_step`` of the same machine, device and model in the fused plan (the framework step's
+    projections are the fused plan's, ``benchmarks.decode_frameworks``), and ``vs_op_model`` the step over
+    it: how far each framework's step is from what numpy's calls, priced one by one, predict."""
     rows = _rows(frame, STEP_CASE)
     if rows.empty:
         return pd.DataFrame(columns=list(STEP_COLUMNS))
@@ -167,7 +175,28 @@ def step_times(frame: pd.DataFrame) -> pd.DataFrame:
     for row, own_s in zip(table.itertuples(index=False), seconds, strict=True):
         ratios_numpy.append(own_s / eager.get((row.machine_id, row.device, NUMPY), math.nan))
         ratios_eager.append(own_s / eager.get((row.machine_id, row.device, row.framework), math.nan))
-    return table.assign(vs_numpy=ratios_numpy, vs_eager=ratios_eager)[list(STEP_COLUMNS)]
+    models = _op_models(decode_steps)
+    op_model_s = [
+        models.get((row.machine_id, row.device, row.config), math.nan)
+        for row in table.itertuples(index=False)
+    ]
+    return table.assign(
+        vs_numpy=ratios_numpy,
+        vs_eager=ratios_eager,
+        op_model_s=op_model_s,
+        vs_op_model=seconds.to_numpy(dtype=float) / np.asarray(op_model_s, dtype=float),
+    )[list(STEP_COLUMNS)]
+
+
+def _op_models(decode_steps: pd.DataFrame | None) -> dict[tuple[str, str, str], float]:
+    """(machine, device, model) → the per-op model of its numpy decode step in the fused plan (s)."""
+    if decode_steps is None or decode_steps.empty or "op_model_s" not in decode_steps:
+        return {}
+    fused = decode_steps[(decode_steps["plan"] == FUSED.name) & decode_steps["op_model_s"].notna()]
+    return {
+        (str(row.machine_id), str(row.device), str(row.config)): float(row.op_model_s)
+        for row in fused.itertuples(index=False)
+    }
 
 
 def demo2_by_layer(costs: pd.DataFrame, configs: tuple[ModelConfig, ...] = (LLAMA32_1B,)) -> pd.DataFrame:
@@ -211,9 +240,12 @@ def demo2_by_layer(costs: pd.DataFrame, configs: tuple[ModelConfig, ...] = (LLAM
     return pd.DataFrame(rows, columns=list(DEMO2_COLUMNS))
 
 
-def summary_lines(frame: pd.DataFrame, level: float = DEFAULT_LEVEL) -> list[str]:
+def summary_lines(
+    frame: pd.DataFrame, level: float = DEFAULT_LEVEL, decode_steps: pd.DataFrame | None = None
+) -> list[str]:
     """The ladder as text: t0 per caller with its interval and ratio to numpy, cost per launch per layer,
-    the decode steps per framework, and demo 2 per layer; nothing for tables without rows."""
+    the decode steps per framework (against numpy's per-op model where ``decode_steps`` holds it), and demo
+    2 per layer; nothing for tables without rows."""
     lines: list[str] = []
     calls = fit_calls(frame, level)
     for machine_id, rows in calls.groupby("machine_id", sort=True):
@@ -233,11 +265,16 @@ def summary_lines(frame: pd.DataFrame, level: float = DEFAULT_LEVEL) -> list[str
             for row in rows.itertuples(index=False)
         )
         lines.append(f"Cost per launch, {machine_id}, {layer}: {points}")
-    for row in step_times(frame).itertuples(index=False):
+    for row in step_times(frame, decode_steps).itertuples(index=False):
+        model = (
+            f"; {row.vs_op_model:.2f} × numpy's per-op model ({fmt_time(row.op_model_s)})"
+            if math.isfinite(row.vs_op_model)
+            else ""
+        )
         lines.append(
             f"Decode step {row.config} on {row.device}, {row.framework} {row.compiler}: fastest "
             f"{fmt_time(row.min_s)}, median {fmt_time(row.median_s)} ({row.vs_numpy:.2f} × numpy's, "
-            f"{row.vs_eager:.2f} × eager, by {STEP_STATISTIC.get(row.device, 'median_s')[:-2]})"
+            f"{row.vs_eager:.2f} × eager, by {STEP_STATISTIC.get(row.device, 'median_s')[:-2]}{model})"
         )
     for row in demo2_by_layer(costs).itertuples(index=False):
         lines.append(
@@ -245,3 +282,14 @@ def summary_lines(frame: pd.DataFrame, level: float = DEFAULT_LEVEL) -> list[str
             f"{row.config} ({row.plan}) loses {fmt_percent(row.launch_share)} of its step to launches"
         )
     return lines
+
+
+def summary_section(frame: pd.DataFrame, fits: Fits) -> list[str]:
+    """The terminal summary's section of the ladder (``analysis.summary.SECTIONS``): ``summary_lines``
+    under a heading, empty when ``frame`` holds no framework case."""
+    lines = summary_lines(frame, decode_steps=fits.decode_steps)
+    if not lines:
+        return []
+    return ["The dispatch ladder across frameworks (framework_call, framework_step, framework_launch):"] + [
+        f"  {line}" for line in lines
+    ]

@@ -10,7 +10,7 @@ one edited since (a hand-edited report.md) unless forced.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,7 +23,7 @@ from analysis.decode_text import bound_defect_lines, model_cell, where
 from analysis.figures import FIGURES_DIR, publish_figures, write_figures
 from analysis.fits import Fits, fit_all
 from analysis.host import BANDWIDTH_OPS
-from analysis.output import publish, staging
+from analysis.output import DEFAULT_FIGURE_FORMATS, publish, staging
 from analysis.render import figure_lines, markdown_table, with_interval
 from analysis.runs import Selection, selection_lines
 from analysis.trust import stability, unstable_line, verdict
@@ -31,6 +31,7 @@ from model.units import (
     fmt_count,
     fmt_percent,
     fmt_rate,
+    fmt_si,
     fmt_signed_percent,
     fmt_time,
 )
@@ -43,7 +44,7 @@ OWNER = "report"
 
 @dataclass(frozen=True)
 class WrittenReport:
-    """``path``: the Markdown file written; ``figures``: the figure files (PNG and SVG) it links;
+    """``path``: the Markdown file written; ``figures``: the figure files it links (in each format asked);
     ``removed``: files of an earlier report in the folder that this one no longer has; ``kept``: one line
     per such file left in place because it was changed since it was written."""
 
@@ -82,7 +83,7 @@ def _machines_lines(frame: pd.DataFrame) -> list[str]:
     return markdown_table(header, rows)
 
 
-def _host_lines(fits: Fits, figures: dict[str, str]) -> list[str]:
+def _host_lines(fits: Fits, figures: dict[str, list[str]]) -> list[str]:
     if fits.host.empty:
         return []
     lines = ["## CPU: numpy per-call cost and host bandwidth", ""]
@@ -162,7 +163,7 @@ def _host_lines(fits: Fits, figures: dict[str, str]) -> list[str]:
     return lines
 
 
-def _launch_lines(fits: Fits, figures: dict[str, str]) -> list[str]:
+def _launch_lines(fits: Fits, figures: dict[str, list[str]]) -> list[str]:
     """The GPU launch family: fitted costs per machine, spin kernels against the model's bounds, and the
     lecture's demo 2 recomputed with the measured launch costs."""
     if fits.launch.empty:
@@ -264,7 +265,7 @@ def _launch_lines(fits: Fits, figures: dict[str, str]) -> list[str]:
     return lines
 
 
-def _decode_lines(fits: Fits, figures: dict[str, str]) -> list[str]:
+def _decode_lines(fits: Fits, figures: dict[str, list[str]]) -> list[str]:
     """Measured decode steps (``analysis.decode.decode_table``): CPU steps against their lower bound and the
     per-op model with its interval (a step below its bound named as a defect of the bound); GPU steps
     beside their overlapped and serial bounds (``position`` 0 = at the overlapped one, 1 = at the serial)."""
@@ -353,7 +354,7 @@ def _step_table(
     return [intro, "", *markdown_table(["machine", "model", "plan", *header], rows), ""]
 
 
-def _ops_lines(frame: pd.DataFrame, fits: Fits, figures: dict[str, str]) -> list[str]:
+def _ops_lines(frame: pd.DataFrame, fits: Fits, figures: dict[str, list[str]]) -> list[str]:
     """The CPU decode step's overhead floor against its call list's two prices, and each numpy op's fixed
     cost (``analysis.ops``), as the terminal summary holds them; nothing without those cases."""
     t0 = dict(zip(fits.host["machine_id"], fits.host["t0_s"], strict=True)) if not fits.host.empty else {}
@@ -417,6 +418,87 @@ def _ops_lines(frame: pd.DataFrame, fits: Fits, figures: dict[str, str]) -> list
     return lines
 
 
+def _ladder_lines(frame: pd.DataFrame, fits: Fits, figures: dict[str, list[str]]) -> list[str]:
+    """The dispatch ladder (``analysis.frameworks``): t0 per caller with its interval, each framework's
+    decode step against numpy's and against numpy's per-op model, and demo 2 with each GPU layer's cost per
+    launch; empty without a framework case."""
+    from analysis.frameworks import demo2_by_layer, fit_calls, launch_costs, step_times
+
+    calls, steps = fit_calls(frame), step_times(frame, fits.decode_steps)
+    demo = demo2_by_layer(launch_costs(frame))
+    if calls.empty and steps.empty and demo.empty:
+        return []
+    lines = ["## The dispatch ladder across frameworks", ""]
+    if not calls.empty:
+        lines += markdown_table(
+            ["machine", "caller", "t0 [95 % CI]", "× numpy", "r∞"],
+            [
+                [
+                    row.machine_id,
+                    row.caller,
+                    f"no fit: {row.fit_error}"
+                    if row.fit_error
+                    else with_interval(row.t0_s, row.t0_low_s, row.t0_high_s, "s"),
+                    _maybe(row.t0_ratio, lambda value: f"{value:.2f}×"),
+                    _maybe(row.r_inf_per_s, lambda value: fmt_si(value, "elem/s")),
+                ]
+                for row in calls.itertuples(index=False)
+            ],
+        )
+        lines.append("")
+    if not steps.empty:
+        lines += markdown_table(
+            [
+                "machine",
+                "device",
+                "model",
+                "framework",
+                "compiler",
+                "fastest",
+                "median",
+                "× numpy's step",
+                "× eager",
+                "× numpy's per-op model",
+            ],
+            [
+                [
+                    row.machine_id,
+                    row.device,
+                    row.config,
+                    row.framework,
+                    row.compiler,
+                    fmt_time(row.min_s),
+                    fmt_time(row.median_s),
+                    _maybe(row.vs_numpy, lambda value: f"{value:.2f}×"),
+                    _maybe(row.vs_eager, lambda value: f"{value:.2f}×"),
+                    _maybe(row.vs_op_model, lambda value: f"{value:.2f}×"),
+                ]
+                for row in steps.itertuples(index=False)
+            ],
+        )
+        lines += ["", "Ratios of the CPU steps compare fastest rounds, of the GPU steps medians.", ""]
+    if not demo.empty:
+        lines += markdown_table(
+            ["machine", "layer", "model", "plan", "per launch", "step", "lost to launches"],
+            [
+                [
+                    row.machine_id,
+                    row.layer,
+                    row.config,
+                    row.plan,
+                    fmt_time(row.launch_s),
+                    fmt_time(row.step_s),
+                    fmt_percent(row.launch_share),
+                ]
+                for row in demo.itertuples(index=False)
+            ],
+        )
+        lines.append("")
+    return lines + _figure_link(
+        figures, "ladder", "The dispatch ladder: one call's and one launch's cost per framework"
+    )
+
+
 def _unstable_lines(frame: pd.DataFrame) -> list[str]:
     """Per machine, one line naming its unstable cases (``analysis.trust``, limits stated)."""
     table = stability(frame)
@@ -432,11 +514,18 @@ def _maybe(value: float, fmt: Callable[[float], str]) -> str:
     return "n/a" if value is None or math.isnan(value) else fmt(value)
 
 
-def _figure_link(figures: dict[str, str], stem: str, caption: str) -> list[str]:
-    """A Markdown image line for figure ``stem`` (PNG, with a link to the SVG) when it was drawn."""
+def _figure_link(figures: dict[str, list[str]], stem: str, caption: str) -> list[str]:
+    """A Markdown image line for figure ``stem`` when it was drawn: its first file written (PNG where it
+    was), the caption, and a link to each other format written (the SVG beside a PNG)."""
     if stem not in figures:
         return []
-    return [f"![{caption}]({figures[stem]}.png)", "", f"*{caption}* ([SVG]({figures[stem]}.svg))", ""]
+    shown, *others = figures[stem]
+    links = "".join(f" ([{Path(path).suffix[1:].upper()}]({path}))" for path in others)
+    return [f"![{caption}]({shown})", "", f"*{caption}*{links}", ""]
+
+
+#: Which file of a figure report.md shows (the first written, in this order); the others are linked.
+_LINK_ORDER = {".png": 0, ".svg": 1}
 
 
 def busy_lines(selection: Selection) -> list[str]:
@@ -450,17 +539,22 @@ def busy_lines(selection: Selection) -> list[str]:
 
 
 def write_report(
-    selection: Selection, out_dir: Path, baseline: str | None, force: bool = False
+    selection: Selection,
+    out_dir: Path,
+    baseline: str | None,
+    force: bool = False,
+    formats: Sequence[str] = DEFAULT_FIGURE_FORMATS,
 ) -> WrittenReport:
-    """Fit the pooled runs of ``selection`` once, draw their figures into ``out_dir/figures``, write
-    ``out_dir/report.md``: busy-machine verdicts first, then the runs used and left out, then the tables.
+    """Fit the pooled runs of ``selection`` once, draw their figures into ``out_dir/figures`` in each of
+    ``formats`` ("png", "svg"), write ``out_dir/report.md``: busy-machine verdicts first, then the runs used
+    and left out, then the tables; report.md links only the files written.
 
     The files are written aside and put in place by ``analysis.output.publish`` (``force``: replace a
     report.md or figure the report did not write, or one edited since); raises
     ``analysis.output.OutputError`` when a file in the way may not be replaced."""
     out_dir.mkdir(parents=True, exist_ok=True)
     with staging(out_dir) as stage:
-        written = _write_report(selection, stage, baseline)
+        written = _write_report(selection, stage, baseline, formats)
         figures = publish_figures(stage, out_dir, force)
         report = publish(stage, out_dir, OWNER, force)
     return WrittenReport(
@@ -471,15 +565,19 @@ def write_report(
     )
 
 
-def _write_report(selection: Selection, out_dir: Path, baseline: str | None) -> WrittenReport:
+def _write_report(
+    selection: Selection, out_dir: Path, baseline: str | None, formats: Sequence[str]
+) -> WrittenReport:
     """``write_report``'s files, written into ``out_dir`` (the staging folder)."""
     result = selection.result
     frame = result.frame
     fits = fit_all(frame)
     groups = group_runs(result.runs, BY_MACHINE, baseline)
     table = figure_table(frame, fits, groups.baseline.label)
-    figure_paths = write_figures(frame, fits, table, out_dir)
-    figures = {path.stem: f"{FIGURES_DIR}/{path.stem}" for path in figure_paths}
+    figure_paths = write_figures(frame, fits, table, out_dir, formats)
+    figures: dict[str, list[str]] = {}
+    for path in sorted(figure_paths, key=lambda path: _LINK_ORDER.get(path.suffix, len(_LINK_ORDER))):
+        figures.setdefault(path.stem, []).append(f"{FIGURES_DIR}/{path.name}")
     machines = frame["machine_id"].nunique()
     lines = ["# launchbench report", ""]
     busy = busy_lines(selection)
@@ -511,9 +609,7 @@ def _write_report(selection: Selection, out_dir: Path, baseline: str | None) -> 
     lines += _launch_lines(fits, figures)
     lines += _decode_lines(fits, figures)
     lines += _ops_lines(frame, fits, figures)
-    lines += _figure_link(
-        figures, "ladder", "The dispatch ladder: one call's and one launch's cost per framework"
-    )
+    lines += _ladder_lines(frame, fits, figures)
     compared = figure_lines(table, groups.groups, BY_MACHINE, markdown=True, rule=groups.rule)
     lines += ["", "## Machines compared", "", *compared, ""]
     lines += _figure_link(figures, "machines", "Fitted figures relative to the baseline machine")

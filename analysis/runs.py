@@ -17,7 +17,8 @@ whose ids agree but whose logical CPU counts differ (a resized VM) are kept apar
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections import namedtuple
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 import pandas as pd
@@ -66,7 +67,7 @@ def select_runs(
     keep: list[str] = []
     candidates = without_duplicates(runs, left_out, apart)
     with_full = set(candidates.loc[~candidates["quick"].fillna(False).astype(bool), "machine_id"])
-    for run in candidates.itertuples(index=False):
+    for run in _rows(candidates):
         if run.quick and not include_quick and run.machine_id in with_full:
             left_out.append(
                 f"{run.source}: left out: a quick run (--quick; {run.quick_basis}) of a machine with full "
@@ -79,14 +80,15 @@ def select_runs(
             continue
         keep.append(run.source)
     used = runs[runs["source"].isin(keep)].reset_index(drop=True)
-    frame = frame[frame["source"].isin(keep)]
+    kept = set(keep)
+    every = len(kept) == len(result.files_used)  # each file is one run: all kept (a fleet's usual case)
+    frame = frame.copy(deep=False) if every else frame[frame["source"].isin(keep)]  # no copy of 10⁶ rows
     used, frame = _mark_quick(used, frame, notes)
     frame, set_aside = without_unfinished(frame, used)
     notes.extend(set_aside)
     notes.extend(_lacking_families(used))
     notes.extend(_run_notes(used))
-    kept = set(keep)
-    files = tuple(path for path in result.files_used if printable(path) in kept)
+    files = result.files_used if every else tuple(p for p in result.files_used if printable(p) in kept)
     pooled = replace(result, frame=frame.reset_index(drop=True), files_used=files, runs=used)
     return Selection(result=pooled, left_out=tuple(left_out), notes=tuple(notes))
 
@@ -137,7 +139,9 @@ def without_duplicates(runs: pd.DataFrame, left_out: list[str], apart: str | Non
     first = ranked.drop_duplicates(key)
     kept = {
         tuple(values): source
-        for *values, source in zip(*(first[column] for column in key), first["source"], strict=True)
+        for *values, source in zip(
+            *(first[column].tolist() for column in key), first["source"].tolist(), strict=True
+        )
     }
     for run in ranked[ranked.duplicated(key)].sort_values("_order").to_dict("records"):
         original = kept[tuple(run[column] for column in key)]
@@ -240,26 +244,28 @@ def without_unfinished(frame: pd.DataFrame, runs: pd.DataFrame) -> tuple[pd.Data
     ones asked for), and one note per run that had such a case saved."""
     notes = []
     drop = pd.Series(False, index=frame.index)
-    for run in runs.itertuples(index=False):
-        if not run.unfinished:
+    for source, unfinished in zip(runs["source"].tolist(), runs["unfinished"].tolist(), strict=True):
+        if not unfinished:
             continue
-        cases = (frame["source"] == run.source) & frame["fullname"].isin(run.unfinished)
+        cases = (frame["source"] == source) & frame["fullname"].isin(unfinished)
         if cases.any():
             drop |= cases
             notes.append(
-                f"{run.source}: {int(cases.sum())} unfinished case(s) set aside (cut off or failed): "
+                f"{source}: {int(cases.sum())} unfinished case(s) set aside (cut off or failed): "
                 f"{_names(frame.loc[cases, 'fullname'])}"
             )
-    return frame[~drop], notes
+    return (frame[~drop] if drop.any() else frame.copy(deep=False)), notes
 
 
 def _lacking_families(runs: pd.DataFrame) -> list[str]:
     """One note per run of a ``-k``/``-m`` selection that lacks families other runs used hold."""
-    every = set().union(*runs["families"]) if len(runs) else set()
+    every = set().union(*runs["families"].tolist()) if len(runs) else set()
     notes = []
-    for run in runs.itertuples(index=False):
+    for run in _rows(runs, ("source", "selected_by", "families", "status")):
+        if not run.selected_by:  # the only runs that may lack families (read first: 10⁵ runs of a fleet)
+            continue
         lacking = sorted(every - set(run.families))
-        if run.selected_by and lacking:
+        if lacking:
             # Only a completed selection is complete for what it selected; a partial one (pooled with
             # --include-partial) is named partial where its cases are set aside.
             complete = ", complete for what it selected" if run.status != "interrupted" else ", interrupted"
@@ -279,7 +285,7 @@ def _run_notes(runs: pd.DataFrame) -> list[str]:
             f"{len(legacy)} run(s) saved without a run record (before it existed): their conditions (load, "
             f"other processes, interruptions) are unknown: {_names(legacy['source'])}"
         )
-    for run in runs.itertuples(index=False):
+    for run in _rows(runs):
         line = verdict(run._asdict())
         if line:
             notes.append(f"{run.source}: {line}")
@@ -287,6 +293,14 @@ def _run_notes(runs: pd.DataFrame) -> list[str]:
     return notes
 
 
+def _rows(table: pd.DataFrame, columns: Sequence[str] | None = None) -> list[tuple]:
+    """``table.itertuples(index=False)`` (of ``columns``, default all), read column by column: pandas hands
+    out a text column's values one call each, which took seconds for a fleet's 10⁵ runs."""
+    names = list(table.columns if columns is None else columns)
+    row = namedtuple("Pandas", names, rename=True)
+    return [row(*values) for values in zip(*(table[name].tolist() for name in names), strict=True)]
+
+
 def _names(names: Iterable[str], most: int = 3) -> str:
-    names = list(names)
+    names = names.tolist() if isinstance(names, pd.Series) else list(names)
     return ", ".join(names[:most]) + (f", and {len(names) - most} more" if len(names) > most else "")

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import contextlib
 import signal
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from multiprocessing.process import BaseProcess
 
 #: The signals ``held`` delays (those present on this OS).
 STOP_SIGNALS = frozenset(
@@ -42,3 +43,18 @@ def release() -> None:
     """Lift ``held``'s delay in a process started inside it (after setting how it handles each signal)."""
     if hasattr(signal, "pthread_sigmask"):
         signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
+
+
+def ended_text(workers: Iterable[BaseProcess]) -> str:
+    """Which of ``workers`` ended, and how, for a ``WorkerLost`` line: " (pid N, ended by SIGKILL)", or ""
+    when none has. One a pool ended itself (SIGTERM, once it saw the pool broken) is named only if no other
+    ended: the one killed first is the news."""
+    ended = [process for process in workers if process.exitcode is not None]
+    ended.sort(key=lambda process: process.exitcode == -signal.SIGTERM)
+    if not ended:
+        return ""
+    how = ""
+    if ended[0].exitcode < 0:
+        with contextlib.suppress(ValueError):
+            how = f" by {signal.Signals(-ended[0].exitcode).name}"
+    return f" (pid {ended[0].pid}, ended{how})"

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 
 import pandas as pd
 
-from analysis import decode_text, launch_text
+from analysis import decode_text, frameworks, launch_text
 from analysis.fits import Fits, fit_all
 from analysis.host import DRAM_LLC_FACTOR
 from analysis.intervals import positive_interval
@@ -199,4 +199,5 @@ SECTIONS: tuple[Callable[[pd.DataFrame, Fits], list[str]], ...] = (
     host_section,
     launch_text.summary_section,
     decode_text.summary_section,
+    frameworks.summary_section,
 )

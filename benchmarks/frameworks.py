@@ -9,12 +9,21 @@ module or the reason it cannot be used; every case of that framework then skips 
 JAX would take 75 % of the GPU's memory at its first GPU call (its default preallocation), leaving CuPy's
 and PyTorch's cases of the same process without room for Llama-3.2-1B: ``jax_module`` sets
 ``XLA_PYTHON_CLIENT_PREALLOCATE=false`` before the import (``setdefault``: a value set by the caller wins).
+
+JAX compiles every op its eager step calls, and each size of its jitted add, at its first call: about 3 s of
+a quick run on a 2-core VM, all before the timing. A timed session keeps those executables in JAX's
+persistent compilation cache (``jax_cache_environment``, set by ``conftest.py``), so the next session on the
+machine loads them instead: the same executables, none of it timed.
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
+import json
 import os
+from collections.abc import Mapping
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -40,6 +49,28 @@ def _import(name: str) -> tuple[ModuleType | None, str | None]:
     except Exception as error:  # a broken install fails inside the import with various errors
         return None, f"{name} failed to import: {_error(error)}"
     return module, None
+
+
+#: JAX's variable naming its persistent compilation cache's folder: where the caller set it, it is left alone.
+JAX_CACHE_VARIABLE = "JAX_COMPILATION_CACHE_DIR"
+
+
+def jax_cache_environment(cache_root: Path | None, cpu: Mapping[str, Any]) -> dict[str, str]:
+    """The environment variables that make JAX (imported after they are set) keep every executable it
+    compiles, however small or quick to compile, under ``cache_root``/jax/<CPU key>; empty without a
+    ``cache_root`` or where ``JAX_COMPILATION_CACHE_DIR`` is set already.
+
+    ``cpu`` is py-cpuinfo's ``machine_info["cpu"]``: its architecture, model and instruction-set flags key
+    the folder, so machines that share a home folder never load each other's machine code."""
+    if cache_root is None or os.environ.get(JAX_CACHE_VARIABLE):
+        return {}
+    identity = [cpu.get("arch"), cpu.get("brand_raw"), sorted(map(str, cpu.get("flags") or ()))]
+    key = hashlib.sha256(json.dumps(identity, default=str).encode()).hexdigest()[:16]
+    return {
+        JAX_CACHE_VARIABLE: str(Path(cache_root) / "jax" / key),
+        "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
+        "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "0",
+    }
 
 
 def unavailable_reason(name: str) -> str | None:

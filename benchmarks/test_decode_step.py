@@ -40,6 +40,9 @@ from benchmarks.cuda import cupy_module, device_failures, gpu_info, unavailable_
 from benchmarks.cuda_timing import Submit, capture_graph, event_median_s, replay, then_sync
 from benchmarks.decode_numpy import (
     PLANS,
+    CallCounter,
+    DecodeWeights,
+    KVCache,
     NumpyDecodeStep,
     build_numpy_step,
     check_against_reference,
@@ -66,10 +69,11 @@ TOKEN = 1_234
 FP32_PLAN_TOLERANCE = 1e-4
 #: CPU step: timed rounds, each after one round of its bandwidth probe (``NumpyDecodeStep.probe``), full and
 #: --quick. The probe and the step then share their rounds' conditions and count, and so the statistic taken
-#: of either means the same.
-CPU_STEP_ROUNDS, QUICK_CPU_STEP_ROUNDS = 60, 10
+#: of either means the same. A round (probe and step) reads the weights twice, 0.1–0.3 s on a 2-core VM: a
+#: quick run's three give a smoke run's fastest round and median.
+CPU_STEP_ROUNDS, QUICK_CPU_STEP_ROUNDS = 60, 3
 #: CPU attention term: rounds (each after an untimed whole step), full and --quick.
-ATTENTION_ROUNDS, QUICK_ATTENTION_ROUNDS = 30, 8
+ATTENTION_ROUNDS, QUICK_ATTENTION_ROUNDS = 30, 3
 #: Logits of the FP16 GPU plans and modes agree to this fraction of their RMS.
 FP16_PLAN_TOLERANCE = 1e-2
 #: The FP16 GPU step's logits lie within this fraction of their RMS of the float32 reference of the same
@@ -147,6 +151,17 @@ def _record_step(
 
 
 @dataclass(frozen=True)
+class CpuDecodeInputs:
+    """The CPU decode model's numpy inputs, shared by every case that steps it (``benchmarks/conftest.py``'s
+    session fixture ``cpu_decode_inputs``): the steps write only position ``ctx - 1`` of the cache, each the
+    same key and value, which ``reference`` computes itself."""
+
+    weights: DecodeWeights  # float32, ≥ 2 × the LLC (cpu_config)
+    cache: KVCache  # CTX positions
+    reference: np.ndarray  # float64 logits of TOKEN at position CTX - 1 (reference_logits)
+
+
+@dataclass(frozen=True)
 class _CpuModel:
     steps: dict[str, NumpyDecodeStep]  # both plans, on one set of weights and one cache
     reference: np.ndarray  # float64 logits of the step (reference_logits)
@@ -160,14 +175,20 @@ def cpu_config() -> ModelConfig:
     return cpu_decode_config(llc_bytes if isinstance(llc_bytes, int) else None)
 
 
-@pytest.fixture(scope="module")
-def cpu_model() -> _CpuModel:
-    """Random weights and cache (seeded), both plans built, and the float64 reference logits (≈ 1 s)."""
+def make_cpu_decode_inputs() -> CpuDecodeInputs:
+    """Random weights and cache (seeded) of this machine's CPU model, and their float64 reference logits."""
     cfg = cpu_config()
     weights = random_weights(cfg)
     cache = random_kv_cache(cfg, CTX)
-    steps = {plan: build_numpy_step(plan, weights, cache, TOKEN) for plan in PLANS}
-    return _CpuModel(steps=steps, reference=reference_logits(weights, cache, TOKEN))
+    return CpuDecodeInputs(weights, cache, reference_logits(weights, cache, TOKEN))
+
+
+@pytest.fixture(scope="module")
+def cpu_model(cpu_decode_inputs: CpuDecodeInputs) -> _CpuModel:
+    """Both plans built on the session's weights and cache (``cpu_decode_inputs``), and their reference."""
+    inputs = cpu_decode_inputs
+    steps = {plan: build_numpy_step(plan, inputs.weights, inputs.cache, TOKEN) for plan in PLANS}
+    return _CpuModel(steps=steps, reference=inputs.reference)
 
 
 @pytest.mark.benchmark(group="decode_step cpu")
@@ -182,13 +203,14 @@ def test_cpu_decode_step(
     Each timed round follows one round of the step's bandwidth probe (its own matrix-vector products alone,
     ``NumpyDecodeStep.probe``), timed here with the same clock: ``probe_s`` holds one probe time per step
     round, so the bandwidth the bound uses is measured in the same seconds as the step, on the same bytes,
-    through the same BLAS calls. One untimed probe and step warm both up first."""
+    through the same BLAS calls. One untimed probe and step warm both up first (the probe's run is the one
+    that counts its calls; the checked step's run counts the step's and, under ``--quick``, is the step's
+    warm-up)."""
     step = cpu_model.steps[plan]
-    error = check_against_reference(step, cpu_model.reference)
+    counter = CallCounter()
+    error = check_against_reference(step, cpu_model.reference, xp=counter)
     record_fact(request.config, f"cpu.decode_step.reference_error.{plan}", error)
     checked = step.logits.copy()
-    counter = step.count_calls()
-    probe_counter = step.count_calls(step.probe)
     probe_s: list[float] = []
 
     def probe() -> None:
@@ -196,9 +218,11 @@ def test_cpu_decode_step(
         step.run(ops=step.probe)
         probe_s.append(time.perf_counter() - start)
 
-    step.run(ops=step.probe)
-    step.run()
-    rounds = QUICK_CPU_STEP_ROUNDS if request.config.getoption("quick") else CPU_STEP_ROUNDS
+    probe_counter = step.count_calls(step.probe)
+    quick = request.config.getoption("quick")
+    if not quick:
+        step.run()
+    rounds = QUICK_CPU_STEP_ROUNDS if quick else CPU_STEP_ROUNDS
     benchmark.pedantic(step.run, setup=probe, rounds=rounds, iterations=1)
     _assert_close(step.logits, checked, FP32_PLAN_TOLERANCE, f"{plan} after timing")
     _record_step(

@@ -15,11 +15,12 @@ only in the call. ``analysis/frameworks.py`` fits the same law t(n) = t0 + n/r�
 
 ``framework_step``: ``decode_frameworks.decode_logits`` (one Llama-shaped decode step, written once) on the
 CPU decode case's model and weights (``decode_numpy.cpu_decode_config``, ``random_weights``,
-``random_kv_cache``, ctx and token of ``test_decode_step.py``), in numpy, PyTorch eager, ``torch.compile``,
-JAX op by op and ``jax.jit`` of the whole step: the compiled step is the CPU's fusion, calls measured against
-calls removed. Each is checked against the float64 reference (``reference_logits``) with the cache position it
-writes poisoned with NaN first, the error saved as a fact of the run, before it is timed; compilation and one
-warm-up call happen before the timing.
+``random_kv_cache``, ctx and token of ``test_decode_step.py``: the very arrays its cases step, made once per
+session by ``benchmarks/conftest.py``), in numpy, PyTorch eager, ``torch.compile``, JAX op by op and
+``jax.jit`` of the whole step: the compiled step is the CPU's fusion, calls measured against calls removed.
+Each is checked against the float64 reference (``reference_logits``) with the cache position it writes
+poisoned with NaN first, the error saved as a fact of the run, before it is timed; compilation and one
+warm-up call (``--quick``: the compiling call alone) happen before the timing.
 
 A framework that is not installed skips its cases with the reason (``benchmarks/frameworks.py``); frameworks
 are imported inside the cases, never at collection, so no framework's import slows another's cases.
@@ -48,31 +49,25 @@ from benchmarks.decode_frameworks import (
     step_bytes,
     torch_ops,
 )
-from benchmarks.decode_numpy import (
-    REFERENCE_TOLERANCE,
-    DecodeWeights,
-    KVCache,
-    random_kv_cache,
-    random_weights,
-    reference_error,
-    reference_logits,
-)
+from benchmarks.decode_numpy import REFERENCE_TOLERANCE, DecodeWeights, KVCache, reference_error
 from benchmarks.records import record
 from benchmarks.run_notes import record_fact
-from benchmarks.test_decode_step import CTX, FP32_PLAN_TOLERANCE, TOKEN, cpu_config
+from benchmarks.test_decode_step import FP32_PLAN_TOLERANCE, TOKEN, CpuDecodeInputs
 from benchmarks.test_numpy_calls import BYTES_PER_ELEMENT, calls_per_round, ufunc_sizes
 
 #: The callers of ``framework_call``: (framework, threads setting); "default" keeps the framework's own.
 CALLERS = (("numpy", None), ("torch", 1), ("torch", "default"), ("jax", None))
 #: Seconds of rounds per ``framework_call`` case, full and ``--quick``: 100 rounds of ≥ 2 ms, less than
-#: ``ufunc_size``'s 0.5 s, so the four callers together take about 1.6 × ``ufunc_size``'s time (≈ 11 s).
-MAX_TIME_S, QUICK_MAX_TIME_S = 0.2, 0.05
+#: ``ufunc_size``'s 0.5 s, so the four callers together take about 1.6 × ``ufunc_size``'s time (≈ 11 s);
+#: under ``--quick``, pytest-benchmark's minimum of 5 rounds (``ufunc_size``'s quick budget).
+MAX_TIME_S, QUICK_MAX_TIME_S = 0.2, 0.01
 #: The steps of ``framework_step``: (framework, compiler), None = eager, op by op.
 STEPS = (("numpy", None), ("torch", None), ("torch", "torch.compile"), ("jax", None), ("jax", "jax.jit"))
 #: Timed rounds of each step, full and ``--quick`` (a step takes tens of ms; compiling happens before).
-STEP_ROUNDS, QUICK_STEP_ROUNDS = 20, 5
-#: Untimed calls before the timing: compiles (``torch.compile``, ``jax.jit``) and warms caches.
-WARMUP_CALLS = 2
+STEP_ROUNDS, QUICK_STEP_ROUNDS = 20, 3
+#: Untimed calls before the timing, full and ``--quick``: the first compiles (``torch.compile``, ``jax.jit``,
+#: JAX's op-by-op executables) and reads every weight once; the full run's second warms caches further.
+WARMUP_CALLS, QUICK_WARMUP_CALLS = 2, 1
 _SEED = 20_240_605
 
 
@@ -236,22 +231,6 @@ def test_framework_call(benchmark: Any, framework: str, threads: object, n: int)
 # ------------------------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class _CpuModel:
-    weights: DecodeWeights  # numpy float32, the CPU decode case's
-    cache: KVCache
-    reference: np.ndarray  # float64 logits (reference_logits)
-
-
-@pytest.fixture(scope="module")
-def cpu_model() -> _CpuModel:
-    """The CPU decode case's model on this machine (weights ≥ 2 × LLC), its cache and reference (≈ 1 s)."""
-    cfg = cpu_config()
-    weights = random_weights(cfg)
-    cache = random_kv_cache(cfg, CTX)
-    return _CpuModel(weights, cache, reference_logits(weights, cache, TOKEN))
-
-
 def framework_ops(framework: str, module: Any) -> ArrayOps:
     """The ``ArrayOps`` of ``framework`` (its imported ``module``)."""
     makers = {"numpy": lambda _: numpy_ops(), "torch": torch_ops, "jax": jax_ops}
@@ -299,17 +278,24 @@ def poison_position(cache: KVCache) -> None:
 
 
 def test_framework_step(
-    benchmark: Any, cpu_model: _CpuModel, request: pytest.FixtureRequest, framework: str, compiler: str | None
+    benchmark: Any,
+    cpu_decode_inputs: CpuDecodeInputs,
+    request: pytest.FixtureRequest,
+    framework: str,
+    compiler: str | None,
 ) -> None:
-    """One decode step of ``framework`` (eager or compiled), checked against the float64 reference, then
-    timed; its logits must not change over the timed repetitions."""
+    """One decode step of ``framework`` (eager or compiled) on the CPU decode case's model
+    (``cpu_decode_inputs``, shared with ``test_decode_step.py``), checked against the float64 reference,
+    then timed; the last timed round's logits must be those checked."""
+    inputs = cpu_decode_inputs
     module = _framework(framework)
-    what = f"{framework} step ({compiler or 'eager'}) of {cpu_model.weights.cfg.name}"
-    poison_position(cpu_model.cache)
-    call = step_call(framework, compiler, module, cpu_model.weights, cpu_model.cache, TOKEN)
-    for _ in range(WARMUP_CALLS):
+    what = f"{framework} step ({compiler or 'eager'}) of {inputs.weights.cfg.name}"
+    poison_position(inputs.cache)
+    call = step_call(framework, compiler, module, inputs.weights, inputs.cache, TOKEN)
+    quick = request.config.getoption("quick")
+    for _ in range(QUICK_WARMUP_CALLS if quick else WARMUP_CALLS):
         logits = frameworks.to_numpy(call())
-    error = reference_error(logits, cpu_model.reference)
+    error = reference_error(logits, inputs.reference)
     record_fact(
         request.config, f"cpu.framework_step.reference_error.{framework}.{compiler or 'eager'}", error
     )
@@ -317,9 +303,9 @@ def test_framework_step(
         f"{what}: logits differ from the float64 reference by {error:.3g} × its RMS "
         f"(tolerance {REFERENCE_TOLERANCE:g}); not timed"
     )
-    rounds = QUICK_STEP_ROUNDS if request.config.getoption("quick") else STEP_ROUNDS
-    benchmark.pedantic(call, rounds=rounds, iterations=1)
-    after = reference_error(frameworks.to_numpy(call()), logits.astype(np.float64))
+    rounds = QUICK_STEP_ROUNDS if quick else STEP_ROUNDS
+    last = benchmark.pedantic(call, rounds=rounds, iterations=1)  # the last timed round's logits
+    after = reference_error(frameworks.to_numpy(last), logits.astype(np.float64))
     assert after <= FP32_PLAN_TOLERANCE, f"{what}: logits changed by {after:.3g} × RMS over the timing"
     record(
         benchmark,
@@ -330,8 +316,8 @@ def test_framework_step(
         compiler=compiler,
         threads=module.get_num_threads() if framework == "torch" else None,
         dtype="float32",
-        config=cpu_model.weights.cfg.name,
+        config=inputs.weights.cfg.name,
         batch=1,
-        ctx=cpu_model.cache.ctx,
-        bytes=step_bytes(cpu_model.weights, cpu_model.cache, item_bytes=4),
+        ctx=inputs.cache.ctx,
+        bytes=step_bytes(inputs.weights, inputs.cache, item_bytes=4),
     )

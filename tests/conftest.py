@@ -1,4 +1,5 @@
-"""Settings shared by the tests: Hypothesis profiles for the property-based fuzz tests.
+"""Settings shared by the tests: Hypothesis profiles for the property-based fuzz tests, the cache of parsed
+runs kept out of the user's, and the environment of what the tests start when pytest-xdist runs them.
 
 ``ci`` (the default) is bounded and derandomized: the same examples on every run, so CI stays well under a
 minute and a failure reproduces; ``deep`` draws ten times as many, at random, for a local hunt:
@@ -11,11 +12,16 @@ A slow fuzz test sizes itself as a share of the profile's ``max_examples``
 Hypothesis comes with the dev extra only (``pip install -e '.[dev]'``): after the plain install the profiles
 are not registered, and the fuzz modules skip themselves with that reason (``pytest.importorskip``), so
 ``python -m pytest`` and pytest-benchmark's own CLI (which loads these conftests) run without it.
+
+Under pytest-xdist (``-n auto --dist loadfile``, in the test command) each worker is a session of its own: its
+own temporary folder and cache of parsed runs; the commands and pytest sessions its tests start get the
+environment a plain ``python -m pytest`` gives them (``_children_as_in_one_process``).
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 
 import pytest
 
@@ -46,6 +52,33 @@ if settings is not None:
         print_blob=True,
     )
     settings.load_profile(os.environ.get(PROFILE_VARIABLE, "ci"))
+
+
+#: What pytest-xdist adds to a worker's environment (``xdist/remote.py``). A child pytest that inherits
+#: ``PYTEST_XDIST_WORKER`` believes it is a worker itself: pytest-benchmark then disables timing
+#: (``--benchmark-json`` writes nothing) and refuses ``--benchmark-only``.
+XDIST_VARIABLES = ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID")
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _children_as_in_one_process(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Under pytest-xdist (``-n``), the commands and pytest sessions the tests start get the environment a
+    plain ``pytest`` would give them: without xdist's worker variables, and without the folder xdist put
+    first on ``PYTHONPATH`` (a plain run does not, and a child must import what it would import there)."""
+    if not hasattr(request.config, "workerinput"):
+        yield
+        return
+    with pytest.MonkeyPatch.context() as patch:
+        for name in XDIST_VARIABLES:
+            patch.delenv(name, raising=False)
+        added = f"{request.config.invocation_params.dir}{os.pathsep}"
+        python_path = os.environ.get("PYTHONPATH", "")
+        if python_path.startswith(added):
+            if python_path == added:
+                patch.delenv("PYTHONPATH")
+            else:
+                patch.setenv("PYTHONPATH", python_path.removeprefix(added))
+        yield
 
 
 @pytest.fixture(autouse=True, scope="session")

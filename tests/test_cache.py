@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -18,6 +17,7 @@ import pytest
 
 from analysis import cache as run_cache
 from analysis import load
+from analysis.__main__ import main
 from analysis.fits import uses_samples
 
 pytest.importorskip("pyarrow")
@@ -25,7 +25,6 @@ pytest.importorskip("pyarrow")
 DATA = Path(__file__).parent / "data"
 RUNS = sorted((DATA / "runs").glob("*.json"))
 QUICK = DATA / "cpu-2core-quick.json"
-REPO = Path(__file__).parent.parent
 
 #: Modification time given to the copies: older than ``RACY_S``, so that the cache keeps them.
 OLD = time.time() - 3600
@@ -196,32 +195,34 @@ def test_a_folder_others_may_write_is_not_read(tmp_path: Path, no_parsing: list[
     assert len(no_parsing) == 4
 
 
-def _cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "analysis", *args],
-        cwd=REPO,
-        env={**os.environ, **env},
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+def _cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    """``python -m analysis ARGS`` run in-process (``analysis.__main__.main``, which reads ``--cache`` and
+    ``$LAUNCHBENCH_CACHE`` at each call, as a fresh process does): its exit code, stdout and stderr."""
+    capsys.readouterr()
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
 
 
-def test_cli_cache_options(tmp_path: Path) -> None:
+def test_cli_cache_options(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     storage = _storage(tmp_path)
     from_env, from_option = tmp_path / "from-env", tmp_path / "from-option"
-    env = {"LAUNCHBENCH_CACHE": str(from_env)}
-    help_text = _cli("compare", "--help", env=env).stdout
+    monkeypatch.setenv(run_cache.CACHE_ENV, str(from_env))
+    with pytest.raises(SystemExit) as stop:
+        main(["compare", "--help"])
+    assert stop.value.code == 0
+    help_text = capsys.readouterr().out
     assert "--cache DIR" in help_text and "--no-cache" in help_text and "LAUNCHBENCH_CACHE" in help_text
-    plain = _cli("compare", str(storage), "--no-cache", env=env)
-    assert plain.returncode == 0, plain.stderr
+    plain = _cli(capsys, "compare", str(storage), "--no-cache")
+    assert plain[0] == 0, plain[2]
     assert not from_env.exists()
-    first = _cli("compare", str(storage), env=env)
-    assert first.returncode == 0 and list(from_env.rglob("*.rows.parquet"))
-    assert (first.stdout, first.stderr) == (plain.stdout, plain.stderr)
-    second = _cli("compare", str(storage), "--cache", str(from_option), env=env)
-    assert (second.stdout, second.stderr) == (plain.stdout, plain.stderr)
+    first = _cli(capsys, "compare", str(storage))
+    assert first[0] == 0 and list(from_env.rglob("*.rows.parquet"))
+    assert first == plain
+    second = _cli(capsys, "compare", str(storage), "--cache", str(from_option))
+    assert second == plain
     assert list(from_option.rglob("*.rows.parquet"))
-    again = _cli("compare", str(storage), env=env)
-    assert (again.stdout, again.stderr) == (plain.stdout, plain.stderr)
+    again = _cli(capsys, "compare", str(storage))
+    assert again == plain

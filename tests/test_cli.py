@@ -76,7 +76,7 @@ def test_compare_prints_the_machine_table_with_a_chosen_baseline(
 
 def test_plot_writes_png_and_svg(storage: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out_dir = tmp_path / "figs"
-    assert main(["plot", str(storage), "--out", str(out_dir)]) == 0
+    assert main(["plot", str(storage), "--out", str(out_dir), "--formats", "png,svg"]) == 0
     captured = capsys.readouterr()
     printed = [Path(line) for line in captured.out.splitlines()]
     assert printed
@@ -213,12 +213,13 @@ def test_report_rerun_replaces_its_own_files_and_refuses_a_hand_edit(
     out = tmp_path / "out"
     out.mkdir()
     (out / "mine.txt").write_text("not the report's", encoding="utf-8")
-    assert main(["report", str(storage), "--out", str(out)]) == 0
+    both = ["--formats", "png,svg"]  # each figure in two files
+    assert main(["report", str(storage), "--out", str(out), *both]) == 0
     two_machines = sorted(p.name for p in (out / "figures").iterdir())
     assert "machines.png" in two_machines  # drawn only when there are machines to compare
     laptop = storage / PLATFORM / "0001_laptop.json"
     capsys.readouterr()
-    assert main(["report", str(laptop), "--out", str(out)]) == 0
+    assert main(["report", str(laptop), "--out", str(out), *both]) == 0
     printed = capsys.readouterr().out
     assert printed.endswith("; 2 file(s) of the earlier report removed)\n")
     assert sorted(p.name for p in (out / "figures").iterdir()) == [

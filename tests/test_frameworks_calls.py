@@ -9,6 +9,7 @@ import inspect
 import os
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 from types import ModuleType, SimpleNamespace
 
 import numpy as np
@@ -84,6 +85,23 @@ def test_jax_is_imported_without_preallocating_the_gpu_and_its_cpu_build_has_no_
     reason = frameworks.gpu_reason("jax")
     assert os.environ["XLA_PYTHON_CLIENT_PREALLOCATE"] == "false"
     assert reason == "jax 0.0 has no GPU backend: RuntimeError: Unknown backend: 'gpu' requested"
+
+
+def test_a_timed_session_keeps_jax_executables_per_cpu_unless_the_caller_chose_a_cache(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.delenv(frameworks.JAX_CACHE_VARIABLE, raising=False)
+    cpu = {"arch": "X86_64", "brand_raw": "AMD EPYC 7B13", "flags": ["avx2", "fma"]}
+    env = frameworks.jax_cache_environment(tmp_path, cpu)
+    assert Path(env[frameworks.JAX_CACHE_VARIABLE]).parent == tmp_path / "jax"
+    assert env["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] == "0"
+    assert env["JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES"] == "0"
+    assert frameworks.jax_cache_environment(tmp_path, dict(cpu)) == env, "one CPU, one folder"
+    other = frameworks.jax_cache_environment(tmp_path, {**cpu, "flags": ["avx2"]})
+    assert other[frameworks.JAX_CACHE_VARIABLE] != env[frameworks.JAX_CACHE_VARIABLE], "another CPU's code"
+    assert frameworks.jax_cache_environment(None, cpu) == {}, "no cache folder: no JAX cache"
+    monkeypatch.setenv(frameworks.JAX_CACHE_VARIABLE, str(tmp_path / "chosen"))
+    assert frameworks.jax_cache_environment(tmp_path, cpu) == {}, "the caller's JAX cache wins"
 
 
 def test_every_case_coordinate_is_in_the_contract() -> None:

@@ -291,20 +291,22 @@ def _good_alone(good: Path, samples: bool) -> pd.DataFrame:
     return _ALONE[good, samples]
 
 
-def _rows_of(frame: pd.DataFrame, source: str, columns: list[str]) -> pd.DataFrame:
-    return frame.loc[frame["source"] == source, columns].reset_index(drop=True)
-
-
 def _assert_same_rows(combined: pd.DataFrame, alone: pd.DataFrame, source: str) -> None:
     """The rows of ``source`` in ``combined`` hold the values they hold in ``alone`` (a column's dtype may
-    widen when another file's rows join it: ints beside a missing value become floats)."""
-    columns = list(alone.columns)
-    mine = _rows_of(combined, source, columns)
-    theirs = alone.reset_index(drop=True)
-    pd.testing.assert_frame_equal(
-        mine.drop(columns="data"), theirs.drop(columns="data"), check_dtype=False, check_exact=True
-    )
-    for a, b in zip(mine["data"], theirs["data"], strict=True):
+    widen when another file's rows join it: ints beside a missing value become floats).
+
+    ``DataFrame.equals`` is asked first: without categorical columns (whose categories' order it ignores) it
+    holds only where pandas' assertion holds too (the same values, NaN where NaN, the same columns and index,
+    and the same dtypes besides) and takes a tenth of its time; where it does not hold (a widened dtype, or a
+    real difference) the assertion judges, as before."""
+    columns = [column for column in alone.columns if column != "data"]
+    rows = (combined["source"] == source).to_numpy()
+    mine = combined.loc[rows, columns].reset_index(drop=True)
+    theirs = alone[columns].reset_index(drop=True)
+    categorical = any(isinstance(dtype, pd.CategoricalDtype) for dtype in theirs.dtypes)
+    if categorical or not mine.equals(theirs):
+        pd.testing.assert_frame_equal(mine, theirs, check_dtype=False, check_exact=True)
+    for a, b in zip(combined.loc[rows, "data"], alone["data"], strict=True):
         assert (a is None and b is None) or np.array_equal(a, b)
 
 

@@ -2,7 +2,7 @@
 yet — of a SYNTHETIC GPU run built here from known launch costs (never saved as data).
 
 The figures the report states must be the fits' and the model's own values, and the figures it links must
-exist as PNG and SVG files.
+exist as PNG and SVG files (asked for: PNG alone is the default).
 """
 
 from __future__ import annotations
@@ -112,7 +112,9 @@ def synthetic_gpu_run(seed: int = 0) -> dict:
 def cpu_report(tmp_path_factory: pytest.TempPathFactory):
     assert CPU_RUNS, f"no real CPU run (cpu-*.json) under {DATA}"
     result = load_runs([CPU_RUNS[0]], samples=True)
-    written = write_report(select_runs(result), tmp_path_factory.mktemp("report"), baseline=None)
+    written = write_report(
+        select_runs(result), tmp_path_factory.mktemp("report"), baseline=None, formats=("png", "svg")
+    )
     return result, written
 
 

@@ -61,7 +61,7 @@ def _scaled(doc: dict, factor: float, case: str) -> dict:
 
 
 def _linked_files(report: Path) -> list[Path]:
-    """Every file report.md links (figures, PNG and SVG)."""
+    """Every file report.md links (its figures, in each format written)."""
     text = report.read_text(encoding="utf-8")
     return [report.parent / link for link in re.findall(r"\]\(([^)]+)\)", text)]
 

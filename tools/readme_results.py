@@ -73,8 +73,55 @@ def decode_runs_table() -> str:
     return "\n".join(rows) + "\n"
 
 
+def ladder_calls_table() -> str:
+    """One markdown row per committed run and caller of the framework ladder: t0 with its interval, its
+    ratio to numpy's t0 in the same run, and r∞ (``analysis.frameworks.fit_calls``)."""
+    from analysis.frameworks import fit_calls
+    from analysis.load import load_runs
+    from analysis.render import with_interval
+    from model.units import fmt_si
+
+    rows = ["| run | caller | t0 [95 %] | × numpy | r∞ |", "|---|---|---|---|---|"]
+    for path in sorted(RUNS.glob("*.json")):
+        for row in fit_calls(load_runs([path], samples=True).frame).itertuples(index=False):
+            t0 = with_interval(row.t0_s, row.t0_low_s, row.t0_high_s, "s")
+            rows.append(
+                f"| `{path.name}` | {row.caller} | {t0} | {row.t0_ratio:.2f}× | "
+                f"{fmt_si(row.r_inf_per_s, 'elem/s')} |"
+            )
+    return "\n".join(rows) + "\n"
+
+
+def ladder_steps_table() -> str:
+    """One markdown row per committed run, framework and compiler: the decode step (fastest round) against
+    numpy's step and numpy's per-op model of the same run (``analysis.frameworks.step_times``)."""
+    from analysis.fits import fit_all
+    from analysis.frameworks import step_times
+    from analysis.load import load_runs
+    from model.units import fmt_time
+
+    rows = [
+        "| run | framework | compiler | fastest | median | × numpy's step | × eager "
+        "| × numpy's per-op model |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for path in sorted(RUNS.glob("*.json")):
+        frame = load_runs([path], samples=True).frame
+        for row in step_times(frame, fit_all(frame).decode_steps).itertuples(index=False):
+            rows.append(
+                f"| `{path.name}` | {row.framework} | {row.compiler} | {fmt_time(row.min_s)} | "
+                f"{fmt_time(row.median_s)} | {row.vs_numpy:.2f}× | {row.vs_eager:.2f}× | "
+                f"{row.vs_op_model:.2f}× |"
+            )
+    return "\n".join(rows) + "\n"
+
+
 #: Named tables: name -> its generator.
-TABLES: dict[str, Callable[[], str]] = {"decode_runs": decode_runs_table}
+TABLES: dict[str, Callable[[], str]] = {
+    "decode_runs": decode_runs_table,
+    "ladder_calls": ladder_calls_table,
+    "ladder_steps": ladder_steps_table,
+}
 
 
 def regenerated(text: str) -> str:

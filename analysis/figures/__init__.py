@@ -19,7 +19,12 @@ why). A figure whose cases are absent is not drawn.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import gc
+import os
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from multiprocessing.process import BaseProcess
 from pathlib import Path
 
 import pandas as pd
@@ -28,8 +33,10 @@ from matplotlib.figure import Figure
 from analysis.figures import cpu, decode, gpu, ladder, machines
 from analysis.figures.style import save
 from analysis.fits import Fits
-from analysis.output import FIGURE_FORMATS as FORMATS
+from analysis.load import _await, _pool_context, _stop, _worker_start, _workers
+from analysis.output import DEFAULT_FIGURE_FORMATS as FORMATS
 from analysis.output import Published, publish
+from analysis.signals import WorkerLost, ended_text, held
 
 #: The folder of ``OUT`` the figures are written into, by ``report`` and ``plot`` alike.
 FIGURES_DIR = "figures"
@@ -37,35 +44,127 @@ FIGURES_DIR = "figures"
 #: ``plot`` draw the same files into the same place, so either may replace what the other wrote.
 FIGURES_OWNER = "figures"
 
+#: A figure to draw: the function that builds it (None when its cases are absent) and its arguments.
+Job = tuple[Callable[..., Figure | None], tuple[object, ...]]
+
+
+def figure_jobs(frame: pd.DataFrame, fits: Fits, table: pd.DataFrame) -> dict[str, Job]:
+    """Every figure ``build_figures`` may draw, by file stem, in reading order, as a function and its
+    arguments (module-level functions and tables: a worker process can be sent them)."""
+    return {
+        "time_vs_size": (cpu.time_vs_size, (frame, fits.host)),
+        "many_vs_one": (cpu.many_vs_one, (fits.many_vs_one,)),
+        "op_costs": (cpu.op_costs, (frame, fits.host)),
+        "launch_vs_graph": (gpu.launch_vs_graph, (frame, fits.launch)),
+        "launch_ladder": (gpu.launch_ladder, (frame, fits.launch)),
+        "knee": (gpu.knee, (fits.spin, fits.launch)),
+        "decode_step": (gpu.decode_demo, (fits.decode_demo,)),
+        "decode_bands": (decode.decode_bands, (fits.decode_steps,)),
+        "machines": (machines.machines, (table,)),
+        "ladder": (ladder.ladder, (frame,)),
+    }
+
 
 def build_figures(frame: pd.DataFrame, fits: Fits, table: pd.DataFrame) -> dict[str, Figure]:
     """Every figure the data allow, by file stem, in reading order; ``fits`` is ``fit_all(frame)`` and
     ``table`` ``analysis.compare.figure_table`` of the same frame."""
-    builders = {
-        "time_vs_size": lambda: cpu.time_vs_size(frame, fits.host),
-        "many_vs_one": lambda: cpu.many_vs_one(fits.many_vs_one),
-        "op_costs": lambda: cpu.op_costs(frame, fits.host),
-        "launch_vs_graph": lambda: gpu.launch_vs_graph(frame, fits.launch),
-        "launch_ladder": lambda: gpu.launch_ladder(frame, fits.launch),
-        "knee": lambda: gpu.knee(fits.spin, fits.launch),
-        "decode_step": lambda: gpu.decode_demo(fits.decode_demo),
-        "decode_bands": lambda: decode.decode_bands(fits.decode_steps),
-        "machines": lambda: machines.machines(table),
-        "ladder": lambda: ladder.ladder(frame),
-    }
-    built = {stem: build() for stem, build in builders.items()}
+    built = {stem: function(*args) for stem, (function, args) in figure_jobs(frame, fits, table).items()}
     return {stem: figure for stem, figure in built.items() if figure is not None}
 
 
 def write_figures(
-    frame: pd.DataFrame, fits: Fits, table: pd.DataFrame, out_dir: Path, formats: Sequence[str] = FORMATS
+    frame: pd.DataFrame,
+    fits: Fits,
+    table: pd.DataFrame,
+    out_dir: Path,
+    formats: Sequence[str] = FORMATS,
+    workers: int | None = None,
 ) -> list[Path]:
     """Draw ``build_figures`` into ``out_dir/FIGURES_DIR``, each in every one of ``formats``; return the
-    paths written."""
-    paths = []
-    for stem, figure in build_figures(frame, fits, table).items():
-        paths += save(figure, out_dir / FIGURES_DIR, stem, formats)
-    return paths
+    paths written, in reading order.
+
+    The figures are drawn side by side in ``workers`` processes (default: one per CPU this process may
+    run on, ``drawing_workers``); each figure depends on its own data alone, so the files are those drawn
+    one after another here (``workers=1``), byte for byte."""
+    jobs = figure_jobs(frame, fits, table)
+    folder = out_dir / FIGURES_DIR
+    count = drawing_workers(len(jobs)) if workers is None else min(workers, len(jobs))
+    if count < 2:
+        return [path for stem, job in jobs.items() for path in _draw(stem, job, folder, formats)]
+    return _draw_in_workers(jobs, folder, formats, count)
+
+
+def drawing_workers(figures: int) -> int:
+    """The processes that draw ``figures`` figures: one per CPU this process may run on (its affinity
+    mask, where the OS has one), no more than there are figures."""
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return max(1, min(cpus, figures))
+
+
+def _draw(stem: str, job: Job, folder: Path, formats: Sequence[str]) -> list[Path]:
+    """Build one figure and write it in each of ``formats``; no file when its cases are absent."""
+    function, args = job
+    figure = function(*args)
+    return save(figure, folder, stem, formats) if figure is not None else []
+
+
+#: The jobs of the ``write_figures`` call under way, read by forked workers (inherited, never sent).
+_INHERITED: dict[str, Job] = {}
+
+
+def _draw_inherited(stem: str, folder: Path, formats: Sequence[str]) -> list[Path]:
+    """``_draw`` in a forked worker, of the job it inherited from the command."""
+    return _draw(stem, _INHERITED[stem], folder, formats)
+
+
+def _draw_in_workers(jobs: dict[str, Job], folder: Path, formats: Sequence[str], count: int) -> list[Path]:
+    """``_draw`` of every job in a pool of ``count`` processes started as ``analysis.load``'s loading
+    workers are (``_pool_context``: forked, or from a fork server once JAX or PyTorch is loaded, whose
+    threads a fork may deadlock); the workers end with the command (``_worker_start``).
+
+    A forked worker inherits the frame and fits, copied only where it writes (``gc.freeze`` keeps the
+    collector from writing into every object); a worker from a fork server is sent the job's own data."""
+    context = _pool_context()
+    forked = context is None
+    pool = None
+    started: list[BaseProcess] = []
+    try:
+        with held():  # an interrupt while workers start would leave a pool that cannot be shut down
+            if forked:
+                _INHERITED.update(jobs)
+                gc.freeze()
+            pool = ProcessPoolExecutor(
+                max_workers=count,
+                mp_context=context,
+                initializer=_worker_start,
+                initargs=(os.getpid(),),
+            )
+            futures = [
+                pool.submit(_draw_inherited, stem, folder, formats)
+                if forked
+                else pool.submit(_draw, stem, job, folder, formats)
+                for stem, job in jobs.items()
+            ]
+            started = _workers(pool)  # kept: a broken pool forgets its processes
+        _await(pool, futures)
+        return [path for future in futures for path in future.result()]
+    except (BrokenProcessPool, WorkerLost) as exc:  # a worker killed: ``_await`` or the pool noticed
+        raise WorkerLost(_lost_line(started)) from exc
+    finally:
+        if pool is not None:
+            _stop(pool)
+        _INHERITED.clear()
+        if forked:
+            gc.unfreeze()
+
+
+def _lost_line(workers: list[BaseProcess]) -> str:
+    """One line saying which of the drawing ``workers`` ended, and how (``analysis.signals.ended_text``)."""
+    which = ended_text(workers)
+    return (
+        f"a process drawing the figures{which} ended before they were written (killed? out of memory?): "
+        "nothing was written; run the command again"
+    )
 
 
 def write_case_figures(

@@ -25,6 +25,7 @@ from analysis.figures.style import (
     log_axis,
     max_ticks,
     outer_labels,
+    panel_title,
     panels,
     side_legend,
     time_tick,
@@ -110,7 +111,7 @@ def time_vs_size(frame: pd.DataFrame, host: pd.DataFrame) -> Figure | None:
             for other, curve in medians.items():
                 if other != machine:
                     ax.plot(curve.index, curve.to_numpy(), color=CONTEXT, linewidth=1, zorder=1)
-            ax.set_title(_panel_title(machines, machine, fit), fontsize=SMALL_PT)
+            panel_title(ax, _panel_title(machines, machine, fit))
         rows = sizes[sizes["machine_id"] == machine]
         several_runs |= _draw_sizes(ax, machines, machine, rows, per_call, fit)
         if fit is not None:
@@ -278,7 +279,7 @@ def many_vs_one(predictions: pd.DataFrame) -> Figure | None:
                 points["pieces"], points["measured_s"], marker, color=color, ms=5, linestyle="none", zorder=3
             )
         if len(machines) > 1:
-            ax.set_title(machines.label(machine), fontsize=SMALL_PT)
+            panel_title(ax, machines.label(machine))
         ax.grid(True, alpha=0.3)
     outer_labels(axes)
     handles = [Line2D([], [], color=c, marker=m, linestyle="none", ms=5) for c, m, _ in _VARIANTS.values()]

@@ -22,11 +22,11 @@ from matplotlib.patches import Patch
 from analysis.decode_text import where, where_calibrated
 from analysis.figures.style import (
     PALETTE,
-    SMALL_PT,
     TICK_PT,
     Machines,
     finish,
     new_figure,
+    panel_title,
     ratio_axis,
     side_legend,
 )
@@ -67,7 +67,7 @@ def decode_bands(steps: pd.DataFrame) -> Figure | None:
         statistic = " / ".join(dict.fromkeys(str(s) for s in rows["statistic"]))
         bound = "overlapped bound" if device == "cuda" else "lower bound"
         ratio_axis(ax, ratios, f"time ÷ the step's {bound} (measured: {_statistic(statistic)})")
-        ax.set_title(_DEVICES[device], fontsize=SMALL_PT)
+        panel_title(ax, _DEVICES[device])
     side_legend(figure, *_legend(steps, machines))
     return finish(figure, _title(steps, devices, len(defects)), _caption(steps, machines))
 

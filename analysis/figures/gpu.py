@@ -28,6 +28,7 @@ from analysis.figures.style import (
     log_axis,
     max_ticks,
     outer_labels,
+    panel_title,
     panels,
     side_legend,
     time_tick,
@@ -117,7 +118,7 @@ def launch_vs_graph(frame: pd.DataFrame, launch: pd.DataFrame) -> Figure | None:
             if line is not None:
                 ax.plot(*line, color=color, linewidth=1.2, zorder=2)
         if len(machines) > 1:
-            ax.set_title(machines.label(machine), fontsize=SMALL_PT)
+            panel_title(ax, machines.label(machine))
         ax.grid(True, alpha=0.3)
     outer_labels(axes)
     handles = [Line2D([], [], color=c, marker=m, ms=4.5) for c, m, _ in _SUBMISSION.values()]
@@ -190,7 +191,7 @@ def launch_ladder(frame: pd.DataFrame, launch: pd.DataFrame) -> Figure | None:
         ax.set_xlabel("kernel arguments, n", fontsize=SMALL_PT + 1)
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         if len(machines) > 1:
-            ax.set_title(machines.label(machine), fontsize=SMALL_PT)
+            panel_title(ax, machines.label(machine))
         ax.grid(True, alpha=0.3)
     outer_labels(axes)
     handles = [Line2D([], [], color=c, marker=m, ms=5) for c, m, _ in _LAYERS.values()]
@@ -281,7 +282,7 @@ def knee(spin: pd.DataFrame, launch: pd.DataFrame) -> Figure | None:
                 )
             )
         if len(machines) > 1:
-            ax.set_title(machines.label(machine), fontsize=SMALL_PT)
+            panel_title(ax, machines.label(machine))
         ax.grid(True, alpha=0.3)
     outer_labels(axes)
     handles: list[object] = []
@@ -353,7 +354,7 @@ def decode_demo(decode: pd.DataFrame) -> Figure | None:
         ax.xaxis.set_major_locator(MaxNLocator(nbins=6))
         ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: time_tick(value)))
         ax.set_xlabel("time per decode step (serial: GPU work + launches + gaps)", fontsize=SMALL_PT + 1)
-        ax.set_title(f"{config}", fontsize=SMALL_PT)
+        panel_title(ax, f"{config}")
         ax.grid(True, axis="x", alpha=0.3)
     handles = [Patch(color=PALETTE[0]), Patch(facecolor=PALETTE[1], hatch="///", edgecolor="white")]
     side_legend(figure, handles, ["GPU work (roofline)", "launches and the GPU's gaps"])

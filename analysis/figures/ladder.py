@@ -26,6 +26,9 @@ from analysis.frameworks import GRAPH_LAYER, fit_calls, fit_torch_graph, launch_
 from model.units import fmt_time
 
 _PANEL_IN = 2.8
+#: Most bars of the CPU panel, one per caller and machine, whose labels its height holds (20 do, at 7 pt):
+#: past that, one bar per caller over the machines (``_cpu_summary``).
+_MAX_ROWS = 24
 #: (colour, marker, what) of each GPU layer.
 _LAYERS = {
     "torch": (PALETTE[0], "o", "PyTorch eager tiny op (host)"),
@@ -59,15 +62,31 @@ def ladder(frame: pd.DataFrame) -> Figure | None:
         )
     if not costs.empty:
         titles.append("each GPU launch's cost per framework layer")
+    machines = calls["machine_id"].nunique() if not calls.empty else 0
+    cpu_bars = (
+        f"the median over {machines} machines, the line across it from the fastest machine's t0 to the "
+        "slowest's (each machine's t0 and interval: the report's table)"
+        if _summarised(calls)
+        else "with its 95 % interval"
+    )
     caption = (
-        "CPU: t0 of t(n) = t0 + n/r∞ fitted to each caller's add at in-cache sizes, with its 95 % interval "
-        "(log axis). GPU: a timed call's host time (launches, then a synchronise) over its launches; torch's "
-        "graph as the cost per node of a line through its replays."
+        f"CPU: t0 of t(n) = t0 + n/r∞ fitted to each caller's add at in-cache sizes, {cpu_bars} (log axis). "
+        "GPU: a timed call's host time (launches, then a synchronise) over its launches; torch's graph as "
+        "the cost per node of a line through its replays."
     )
     return finish(figure, "The dispatch ladder: " + "; ".join(titles), caption)
 
 
+def _summarised(calls: pd.DataFrame) -> bool:
+    """Whether the CPU panel draws one bar per caller over the machines (``_cpu_summary``): when a bar per
+    caller and machine would be more rows than ``_MAX_ROWS``."""
+    return not calls.empty and len(calls) > _MAX_ROWS and calls["machine_id"].nunique() > 1
+
+
 def _cpu_panel(ax: Axes, calls: pd.DataFrame) -> None:
+    if _summarised(calls):
+        _cpu_summary(ax, calls)
+        return
     multiple = calls["machine_id"].nunique() > 1
     labels = [
         f"{row.caller} · {row.machine_id}" if multiple else row.caller
@@ -84,6 +103,23 @@ def _cpu_panel(ax: Axes, calls: pd.DataFrame) -> None:
     ax.set_xscale("log")
     ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: time_tick(value)))
     ax.set_xlabel("fixed cost per call, t0", fontsize=SMALL_PT + 1)
+    ax.grid(True, axis="x", alpha=0.3)
+
+
+def _cpu_summary(ax: Axes, calls: pd.DataFrame) -> None:
+    """The CPU panel of a fleet (``_summarised``): one bar per caller at the median t0 over the machines,
+    with a line from the fastest machine's t0 to the slowest's."""
+    t0 = calls.groupby("caller", sort=False)["t0_s"]
+    middle, low, high = t0.median(), t0.min(), t0.max()
+    positions = list(range(len(middle)))
+    ax.barh(positions, middle, color=PALETTE[0], alpha=0.8, zorder=2)
+    ax.errorbar(
+        middle, positions, xerr=[middle - low, high - middle], fmt="none", ecolor="black", capsize=3, zorder=3
+    )
+    ax.set_yticks(positions, list(middle.index), fontsize=TICK_PT)
+    ax.set_xscale("log")
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: time_tick(value)))
+    ax.set_xlabel("fixed cost per call, t0 (median over machines)", fontsize=SMALL_PT + 1)
     ax.grid(True, axis="x", alpha=0.3)
 
 

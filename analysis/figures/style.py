@@ -19,6 +19,7 @@ matplotlib state and needs no display.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import math
 from collections.abc import Callable, Iterable, Sequence
@@ -26,6 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
+from matplotlib import rc_context
 from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
@@ -51,6 +54,8 @@ TICK_PT = 7
 SMALL_PT = 7
 #: Light grey of context drawn behind a panel's own series (the other machines).
 CONTEXT = "0.82"
+#: The salt of the SVG files' element ids (``save``): fixed, so that a figure's SVG is the same every time.
+SVG_SALT = "launchbench"
 #: Machine labels longer than this are replaced by M1, M2, … with a key in the caption.
 _LABEL_CHARS = 30
 
@@ -76,6 +81,9 @@ class Machines:
 
     @classmethod
     def of(cls, ids: Iterable[object]) -> Machines:
+        """The machines of ``ids`` in order of first appearance (a column of a frame of runs: one per row)."""
+        if isinstance(ids, pd.Series | pd.Index):
+            ids = ids.unique()  # a fleet's column holds 10⁵ rows of a few machines: its distinct values first
         ordered = tuple(dict.fromkeys(str(machine) for machine in ids))
         parts = [machine.split(" / ") for machine in ordered]
         labels = {machine: machine for machine in ordered}
@@ -178,15 +186,45 @@ def panels(
 
 def finish(figure: Figure, title: str, caption: str, labels: Sequence[DirectLabel] = ()) -> Figure:
     """Set the figure's title (what the data show) and caption (how to read it), each wrapped to the width;
-    then, the layout complete, place its direct ``labels`` where they fit (``fit_labels``)."""
+    lay the figure out, once for good (``lay_out``); then place its direct ``labels`` where they fit in
+    that layout (``fit_labels``)."""
     usable = figure.bbox.width * 0.97
     figure.suptitle(wrap(figure, title, TITLE_PT, usable), fontsize=TITLE_PT)
     figure.supxlabel(
         wrap(figure, caption, SMALL_PT, usable), fontsize=SMALL_PT, x=0.01, ha="left", multialignment="left"
     )
+    lay_out(figure)
     if labels:
         fit_labels(figure, labels)
     return figure
+
+
+def lay_out(figure: Figure) -> None:
+    """Run the figure's constrained layout now, and keep the positions it sets for every later draw.
+
+    Left to matplotlib, constrained layout measures every tick label, title and legend again at each draw,
+    and ``savefig`` draws a figure with a layout engine twice (once only to lay it out): a figure was laid
+    out two or three times and drawn four or five times for one PNG and one SVG, the layouts a third of
+    the cost. Once a figure is finished its size and texts are final, so one layout serves every file
+    format and every check of a test. Nothing happens to a figure already laid out, or that has no layout
+    engine."""
+    engine = figure.get_layout_engine()
+    if engine is None:
+        return
+    if figure.axes:
+        with contextlib.suppress(ValueError):  # as ``Figure.draw`` runs it: a figure too small is left as is
+            engine.execute(figure)
+    # No engine at all (not matplotlib's "none" placeholder, with which savefig would still draw twice); the
+    # rc settings that would pick another engine in its place are set aside.
+    with rc_context({"figure.autolayout": False, "figure.constrained_layout.use": False}):
+        figure.set_layout_engine(None)
+
+
+def panel_title(ax: Axes, text: str) -> None:
+    """A panel's title above it, at the panel's top edge. Its height is fixed here (matplotlib's default
+    looks for tick labels above the panel at every draw and layout, a tenth of a ten-panel figure's cost;
+    no panel of these figures has labels above it)."""
+    ax.set_title(text, fontsize=SMALL_PT, y=1.0)
 
 
 def wrap(figure: Figure, text: str, points: float, width_px: float) -> str:
@@ -267,8 +305,9 @@ def fit_labels(figure: Figure, labels: Sequence[DirectLabel]) -> list[Text]:
     lies wholly inside its panel, clear of the labels placed before it and of every data marker; hide the
     labels that fit nowhere. Returns the labels kept.
 
-    Labels stay out of the layout (``direct_label``), so moving or hiding one moves nothing else."""
-    figure.draw_without_rendering()
+    Labels stay out of the layout (``direct_label``), so moving or hiding one moves nothing else; the
+    figure is laid out first (``lay_out``, which ``finish`` has done), so the places tried are final."""
+    lay_out(figure)
     renderer = figure.canvas.get_renderer()
     kept: list[Text] = []
     boxes = []
@@ -418,12 +457,19 @@ def max_ticks(length_in: float, per_inch: float = 3.0) -> int:
 
 
 def save(figure: Figure, out_dir: Path, stem: str, formats: Sequence[str]) -> list[Path]:
-    """Write ``figure`` as ``out_dir/stem.<format>`` for each format ("png", "svg"); return the paths."""
+    """Write ``figure`` as ``out_dir/stem.<format>`` for each format ("png", "svg"); return the paths.
+
+    The files depend on the figure alone: no date or software version in them, and the SVG's element ids
+    are hashed with a fixed salt (matplotlib's default salt is random), so the same figure drawn twice — in
+    one process or in a worker of ``analysis.figures.write_figures`` — gives the same bytes. The layout is
+    computed once for all formats (``lay_out``; ``finish`` has done it for the project's figures)."""
     out_dir.mkdir(parents=True, exist_ok=True)
+    lay_out(figure)
     paths = []
     for fmt in formats:
         path = out_dir / f"{stem}.{fmt}"
         metadata = {"Date": None} if fmt == "svg" else {"Software": None}
-        figure.savefig(path, format=fmt, metadata=metadata)
+        with rc_context({"svg.hashsalt": SVG_SALT}):
+            figure.savefig(path, format=fmt, metadata=metadata)
         paths.append(path)
     return paths

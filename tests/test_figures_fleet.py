@@ -1,0 +1,238 @@
+"""Figures at fleet scale (issue 22): many runs of a machine are drawn as that machine's summary (a median
+marker per point and the fastest-to-slowest-run bar), never a marker per run, and a fleet's dispatch ladder
+as one bar per caller over its machines; figures are drawn side by side
+in worker processes, giving the same files, byte for byte, as drawn one after another; PNG is written by
+default and SVG only when asked, and report.md links exactly the files written; a finished figure is laid
+out once.
+
+The fleet is ``tools/fanout_runs.py`` copies of a committed real quick run (perturbed timings: made up,
+never saved as data): the three figures of a quick fleet's report, drawn in a fraction of a full run's time;
+the ladder's fleet is copies of the committed full run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import multiprocessing
+import os
+import re
+import signal
+from pathlib import Path
+from unittest import mock
+
+import numpy as np
+import pandas as pd
+import pytest
+from matplotlib.container import ErrorbarContainer
+
+from analysis.__main__ import main
+from analysis.compare import figure_table
+from analysis.figures import FIGURES_DIR, build_figures, cpu, ladder, write_figures
+from analysis.figures.style import save
+from analysis.fits import fit_all
+from analysis.frameworks import fit_calls
+from analysis.host import per_numpy_call
+from analysis.load import load_runs
+from analysis.runs import select_runs
+from analysis.signals import WorkerLost
+from tests.test_plots_collisions import DATA, REAL_RUN, _fanout
+
+#: The run the fleet is copied from: a quick run of the CPU suite (time per call vs size, many vs one).
+QUICK_RUN = DATA / "cpu-2core-quick.json"
+#: How the commands are told to read the fleet: its quick runs pooled, no raw samples.
+QUICK = ("--no-samples", "--include-quick")
+#: Machines of the fleet and runs of each: several runs per machine, so each point is a summary of runs.
+MACHINES = 2
+RUNS = 6
+
+
+@pytest.fixture(scope="module")
+def fleet(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _fanout(QUICK_RUN, tmp_path_factory.mktemp("fleet") / "fleet", MACHINES, copies=MACHINES * RUNS)
+
+
+@pytest.fixture(scope="module")
+def inputs(fleet: Path) -> tuple[pd.DataFrame, object, pd.DataFrame]:
+    frame = select_runs(load_runs([fleet], samples=False), include_quick=True).result.frame
+    fits = fit_all(frame)
+    return frame, fits, figure_table(frame, fits, None)
+
+
+def _digests(paths: list[Path]) -> dict[str, str]:
+    return {path.name: hashlib.sha256(path.read_bytes()).hexdigest() for path in paths}
+
+
+def _links(report: Path) -> list[str]:
+    return re.findall(r"\]\(([^)]+)\)", report.read_text(encoding="utf-8"))
+
+
+# --- summaries, not every run's point -----------------------------------------------------------------------
+
+
+def test_many_runs_of_a_machine_are_drawn_as_one_median_marker_and_one_bar_per_size(inputs) -> None:
+    frame, fits, table = inputs
+    figure = build_figures(frame, fits, table)["time_vs_size"]
+    sizes = frame[(frame["case"] == "ufunc_size") & (frame["device"] == "cpu")]
+    assert sizes.groupby("machine_id")["source"].nunique().min() == RUNS
+    per_call = per_numpy_call(sizes)[0]
+    ax = figure.axes[0]  # MACHINES <= MAX_SERIES: every machine in one panel
+    bars = [c for c in ax.containers if isinstance(c, ErrorbarContainer)]
+    caps = {id(cap) for bar in bars for cap in bar.lines[1]}
+    # The markers (filled: fitted, hollow: left out of the fits): one per machine and size, at its median.
+    marked = sorted(
+        (float(x), float(y))
+        for line in ax.get_lines()
+        if line.get_linestyle() == "None" and id(line) not in caps
+        for x, y in zip(line.get_xdata(), line.get_ydata(), strict=True)
+    )
+    medians = per_call.groupby([sizes["machine_id"], sizes["n"]]).median()
+    expected = sorted((float(n), float(value)) for (_, n), value in medians.items())
+    assert len(marked) == len(expected) == sizes.groupby(["machine_id", "n"]).ngroups
+    np.testing.assert_allclose(np.array(marked), np.array(expected), rtol=1e-12)
+    assert len(bars) == MACHINES
+    assert "bar: fastest–slowest run" in [text.get_text() for text in figure.legends[0].get_texts()]
+
+
+def test_the_bars_run_from_the_fastest_to_the_slowest_run(inputs) -> None:
+    frame, fits, table = inputs
+    figure = build_figures(frame, fits, table)["time_vs_size"]
+    sizes = frame[(frame["case"] == "ufunc_size") & (frame["device"] == "cpu")]
+    spread = per_numpy_call(sizes)[0].groupby([sizes["machine_id"], sizes["n"]]).agg(["min", "max"])
+    expected = sorted(zip(spread["min"], spread["max"], strict=True))
+    drawn = sorted(
+        (min(y0, y1), max(y0, y1))
+        for container in figure.axes[0].containers
+        if isinstance(container, ErrorbarContainer)
+        for bars in container.lines[2]
+        for (_, y0), (_, y1) in bars.get_segments()
+    )
+    assert len(drawn) == len(expected)
+    np.testing.assert_allclose(np.array(drawn), np.array(expected), rtol=1e-9)
+
+
+def test_a_fleet_s_dispatch_ladder_draws_one_bar_per_caller_over_its_machines(tmp_path: Path) -> None:
+    """13 machines of 2 callers would be 26 bars, more than the panel's height labels: one bar per caller
+    at the median t0 over the machines, its line from the fastest machine to the slowest."""
+    fleet = _fanout(REAL_RUN, tmp_path / "fleet", 13, copies=13)
+    frame = select_runs(load_runs([fleet], samples=False)).result.frame
+    calls = fit_calls(frame)
+    calls = calls[calls["t0_s"].notna()]
+    assert calls["machine_id"].nunique() == 13 and len(calls) > 24
+    figure = ladder.ladder(frame)
+    ax = figure.axes[0]
+    t0 = calls.groupby("caller", sort=False)["t0_s"]
+    assert [label.get_text() for label in ax.get_yticklabels()] == list(t0.median().index)
+    widths = [bar.get_width() for bar in ax.patches]
+    np.testing.assert_allclose(widths, t0.median().to_numpy(), rtol=1e-12)
+    (bars,) = [c for c in ax.containers if isinstance(c, ErrorbarContainer)]
+    spans = sorted(sorted(x for x, _ in segment) for segment in bars.lines[2][0].get_segments())
+    expected = sorted([low, high] for low, high in zip(t0.min(), t0.max(), strict=True))
+    np.testing.assert_allclose(spans, expected, rtol=1e-12)
+    assert "the median over 13 machines" in figure.get_supxlabel()  # the caption
+
+
+# --- side by side, the same files ---------------------------------------------------------------------------
+
+
+def test_figures_drawn_side_by_side_are_the_files_drawn_one_after_another(inputs, tmp_path: Path) -> None:
+    frame, fits, table = inputs
+    serial = write_figures(frame, fits, table, tmp_path / "serial", ("png", "svg"), workers=1)
+    parallel = write_figures(frame, fits, table, tmp_path / "parallel", ("png", "svg"), workers=2)
+    assert [path.name for path in serial] == [path.name for path in parallel]  # reading order, both
+    assert {path.suffix for path in serial} == {".png", ".svg"}
+    assert _digests(serial) == _digests(parallel)
+    assert all(path.parent == tmp_path / "parallel" / FIGURES_DIR for path in parallel)
+
+
+@pytest.mark.skipif(
+    "forkserver" not in multiprocessing.get_all_start_methods(), reason="no fork server on this OS"
+)
+def test_workers_from_a_fork_server_are_sent_their_data_and_draw_the_same_files(
+    inputs, tmp_path: Path
+) -> None:
+    """Once JAX or PyTorch is loaded a worker must not be forked (``analysis.load._pool_context``): the
+    workers then start from a fork server and are sent each figure's data instead of inheriting it."""
+    frame, fits, table = inputs
+    serial = write_figures(frame, fits, table, tmp_path / "serial", ("png",), workers=1)
+    with mock.patch("analysis.figures._pool_context", return_value=multiprocessing.get_context("forkserver")):
+        served = write_figures(frame, fits, table, tmp_path / "served", ("png",), workers=2)
+    assert _digests(serial) == _digests(served)
+
+
+def _killed(*_: object) -> None:
+    """A figure function whose process is killed while it draws (the OOM killer, by hand)."""
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def test_a_drawing_worker_killed_is_one_line_not_a_hang(inputs, tmp_path: Path) -> None:
+    frame, fits, table = inputs
+    with (
+        mock.patch("analysis.figures._pool_context", return_value=None),  # forked: inherits the patch
+        mock.patch("analysis.figures.cpu.many_vs_one", _killed),
+        pytest.raises(WorkerLost) as raised,
+    ):
+        write_figures(frame, fits, table, tmp_path, ("png",), workers=2)
+    line = str(raised.value)
+    assert line.startswith("a process drawing the figures") and "\n" not in line
+    assert "ended before they were written (killed? out of memory?)" in line
+    assert "(pid " not in line or "ended by SIGKILL)" in line  # the pool may have let go of it already
+
+
+def test_a_figure_is_laid_out_once_and_a_second_format_draws_it_alike(inputs, tmp_path: Path) -> None:
+    frame, fits, _ = inputs
+    figure = cpu.time_vs_size(frame, fits.host)
+    assert figure.get_layout_engine() is None  # laid out by ``finish``, for good
+    before = [ax.get_position().bounds for ax in figure.axes]
+    figure.draw_without_rendering()
+    assert [ax.get_position().bounds for ax in figure.axes] == before
+    alone = save(figure, tmp_path / "alone", "time_vs_size", ("png",))
+    both = save(cpu.time_vs_size(frame, fits.host), tmp_path / "both", "time_vs_size", ("svg", "png"))
+    pngs = {name: digest for name, digest in _digests(both).items() if name.endswith(".png")}
+    assert _digests(alone) == pngs
+
+
+# --- formats and links --------------------------------------------------------------------------------------
+
+
+def test_the_report_writes_png_alone_by_default_and_links_only_what_it_wrote(
+    fleet: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "out"
+    assert main(["report", str(fleet), "--out", str(out), *QUICK]) == 0
+    written = sorted(path.name for path in (out / FIGURES_DIR).iterdir())
+    assert written and all(name.endswith(".png") for name in written)
+    links = _links(out / "report.md")
+    assert sorted(Path(link).name for link in links) == written
+    assert "[SVG]" not in (out / "report.md").read_text(encoding="utf-8")
+
+
+def test_the_report_writes_and_links_svg_when_asked(fleet: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    assert main(["report", str(fleet), "--out", str(out), *QUICK, "--formats", "png,svg"]) == 0
+    names = {path.name for path in (out / FIGURES_DIR).iterdir()}
+    stems = {Path(name).stem for name in names}
+    assert names == {f"{stem}.{fmt}" for stem in stems for fmt in ("png", "svg")}
+    text = (out / "report.md").read_text(encoding="utf-8")
+    for stem in stems:  # the PNG shown, the SVG linked beside it
+        assert re.search(rf"!\[[^\]]+\]\(figures/{stem}\.png\)", text), stem
+        assert f"([SVG](figures/{stem}.svg))" in text, stem
+    assert sorted(Path(link).name for link in _links(out / "report.md")) == sorted(names)
+
+
+def test_a_report_of_svg_alone_shows_the_svg(fleet: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    assert main(["report", str(fleet), "--out", str(out), *QUICK, "--formats", "svg"]) == 0
+    names = sorted(path.name for path in (out / FIGURES_DIR).iterdir())
+    assert names and all(name.endswith(".svg") for name in names)
+    text = (out / "report.md").read_text(encoding="utf-8")
+    assert sorted(Path(link).name for link in _links(out / "report.md")) == names
+    assert "figures/time_vs_size.svg)" in text and ".png" not in text
+
+
+def test_plot_writes_png_alone_by_default(
+    fleet: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["plot", str(fleet), "--out", str(tmp_path), *QUICK]) == 0
+    printed = [Path(line) for line in capsys.readouterr().out.splitlines()]
+    assert printed and {path.suffix for path in printed} == {".png"}
+    assert sorted(printed) == sorted((tmp_path / FIGURES_DIR).iterdir())
