@@ -116,11 +116,58 @@ def ladder_steps_table() -> str:
     return "\n".join(rows) + "\n"
 
 
+def _span(values: list[float], fmt: Callable[[float], str]) -> str:
+    """``values`` as "low–high" (one value where they agree when formatted)."""
+    low, high = fmt(min(values)), fmt(max(values))
+    return low if low == high else f"{low}–{high}"
+
+
+def ladder_summary_table() -> str:
+    """The ladder over every committed run, one row per caller and one per decode step: t0 (its range over
+    the runs) and its ratio to numpy's; the step's fastest round, and its ratios to numpy's step and to the
+    same framework's eager step. The per-run rows are ``ladder_calls`` and ``ladder_steps``."""
+    from analysis.fits import fit_all
+    from analysis.frameworks import fit_calls, step_times
+    from analysis.load import load_runs
+    from model.units import fmt_time
+
+    calls: dict[str, list[tuple[float, float]]] = {}
+    steps: dict[tuple[str, str], list[tuple[float, float, float]]] = {}
+    for path in sorted(RUNS.glob("*.json")):
+        frame = load_runs([path], samples=True).frame
+        for row in fit_calls(frame).itertuples(index=False):
+            calls.setdefault(row.caller, []).append((row.t0_s, row.t0_ratio))
+        for row in step_times(frame, fit_all(frame).decode_steps).itertuples(index=False):
+            steps.setdefault((row.framework, row.compiler), []).append(
+                (row.min_s, row.vs_numpy, row.vs_eager)
+            )
+
+    def ratio(value: float) -> str:
+        return f"{value:.2f}×"
+
+    rows = [
+        f"| one call ({len(next(iter(calls.values()), []))} runs) | t0 | × numpy's t0 |",
+        "|---|---|---|",
+    ]
+    for name, values in sorted(calls.items(), key=lambda item: min(v[0] for v in item[1])):
+        t0s, ratios = zip(*values, strict=True)
+        rows.append(f"| {name} | {_span(list(t0s), fmt_time)} | {_span(list(ratios), ratio)} |")
+    rows += ["", "| decode step | fastest | × numpy's step | × its eager step |", "|---|---|---|---|"]
+    for (framework, compiler), values in sorted(steps.items()):
+        seconds, vs_numpy, vs_eager = zip(*values, strict=True)
+        rows.append(
+            f"| {framework} {compiler} | {_span(list(seconds), fmt_time)} | {_span(list(vs_numpy), ratio)} | "
+            f"{_span(list(vs_eager), ratio)} |"
+        )
+    return "\n".join(rows) + "\n"
+
+
 #: Named tables: name -> its generator.
 TABLES: dict[str, Callable[[], str]] = {
     "decode_runs": decode_runs_table,
     "ladder_calls": ladder_calls_table,
     "ladder_steps": ladder_steps_table,
+    "ladder_summary": ladder_summary_table,
 }
 
 
