@@ -15,11 +15,12 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pandas as pd
 
 from analysis.decode import decode_table
+from analysis.frameworks import fit_calls
 from analysis.host import HOST_COLUMNS, fit_host, predict_many_vs_one
 from analysis.launch import CUDA_CASES, FIT_COLUMNS, decode_with_measured, fit_launch, predict_spin
 
@@ -57,7 +58,9 @@ class Fits:
     ``host``: ``analysis.host.fit_host``; ``many_vs_one``: ``analysis.host.predict_many_vs_one``;
     ``launch``: ``analysis.launch.fit_launch``; ``spin``: ``analysis.launch.predict_spin``;
     ``decode_demo``: ``analysis.launch.decode_with_measured`` (the seed's demo 2 with measured launch costs);
-    ``decode_steps``: ``analysis.decode.decode_table`` (measured decode steps against their bounds).
+    ``decode_steps``: ``analysis.decode.decode_table`` (measured decode steps against their bounds);
+    ``calls``: ``analysis.frameworks.fit_calls`` (the dispatch ladder's law per caller, read by its figure,
+    the report's table and the summary alike).
     """
 
     host: pd.DataFrame
@@ -66,6 +69,7 @@ class Fits:
     spin: pd.DataFrame
     decode_demo: pd.DataFrame
     decode_steps: pd.DataFrame
+    calls: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
 def has_cases(frame: pd.DataFrame, cases: tuple[str, ...], device: str | None = None) -> bool:
@@ -81,8 +85,9 @@ def has_cases(frame: pd.DataFrame, cases: tuple[str, ...], device: str | None = 
 def fit_all(frame: pd.DataFrame, predictions: bool = True) -> Fits:
     """Fit every family present in ``frame`` once, so the table, the figures, the report and the summary
     agree; the decode steps are predicted from these same host and launch fits. ``predictions``: False
-    leaves the predicted tables (many vs one, spin, the decode steps and demo) empty, for a caller that
-    shows the fitted figures only (``python -m analysis compare``)."""
+    leaves the predicted tables (many vs one, spin, the decode steps and demo) and the ladder's law, which
+    no comparison reads, empty, for a caller that shows the fitted figures only (``python -m analysis
+    compare``)."""
     empty = pd.DataFrame()
     host = _per_machine(fit_host, frame, HOST_COLUMNS)
     launch = (
@@ -99,6 +104,7 @@ def fit_all(frame: pd.DataFrame, predictions: bool = True) -> Fits:
         spin=predict_spin(frame, launch) if not launch.empty else empty,
         decode_demo=decode_with_measured(launch) if not launch.empty else empty,
         decode_steps=decode_table(frame, host, launch),
+        calls=fit_calls(frame),
     )
 
 

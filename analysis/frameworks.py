@@ -21,18 +21,21 @@ framework, from the ``framework_call``, ``framework_launch`` and ``framework_ste
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from analysis.fit import DEFAULT_LEVEL
-from analysis.fits import Fits
 from analysis.host import fit_host
 from analysis.launch import DEMO2_BATCH, DEMO2_CTX, DEMO2_GPU
 from model.launch import FUSED, SEED_GAP_S, UNFUSED, compose, compose_graph
 from model.llm import LLAMA32_1B, ModelConfig
 from model.roofline import decode_step
 from model.units import fmt_percent, fmt_time
+
+if TYPE_CHECKING:  # analysis.fits fits the ladder's law with this module's ``fit_calls``
+    from analysis.fits import Fits
 
 CALL_CASE, LAUNCH_CASE, STEP_CASE = "framework_call", "framework_launch", "framework_step"
 #: The reference caller of ``t0_ratio`` and the reference step of ``step_times``.
@@ -240,14 +243,13 @@ def demo2_by_layer(costs: pd.DataFrame, configs: tuple[ModelConfig, ...] = (LLAM
     return pd.DataFrame(rows, columns=list(DEMO2_COLUMNS))
 
 
-def summary_lines(
-    frame: pd.DataFrame, level: float = DEFAULT_LEVEL, decode_steps: pd.DataFrame | None = None
-) -> list[str]:
+def summary_lines(frame: pd.DataFrame, level: float = DEFAULT_LEVEL, fits: Fits | None = None) -> list[str]:
     """The ladder as text: t0 per caller with its interval and ratio to numpy, cost per launch per layer,
-    the decode steps per framework (against numpy's per-op model where ``decode_steps`` holds it), and demo
-    2 per layer; nothing for tables without rows."""
+    the decode steps per framework (against numpy's per-op model where ``fits`` holds it), and demo 2 per
+    layer; nothing for tables without rows. ``fits``: ``analysis.fits.fit_all(frame)``, whose law per caller
+    is read (fitted here, at ``level``, when not given)."""
     lines: list[str] = []
-    calls = fit_calls(frame, level)
+    calls = fits.calls if fits is not None else fit_calls(frame, level)
     for machine_id, rows in calls.groupby("machine_id", sort=True):
         lines.append(f"Fixed cost of one call, {machine_id} (t0 of t0 + n/r∞, {level:.0%} interval):")
         for row in rows.itertuples(index=False):
@@ -265,7 +267,7 @@ def summary_lines(
             for row in rows.itertuples(index=False)
         )
         lines.append(f"Cost per launch, {machine_id}, {layer}: {points}")
-    for row in step_times(frame, decode_steps).itertuples(index=False):
+    for row in step_times(frame, fits.decode_steps if fits is not None else None).itertuples(index=False):
         model = (
             f"; {row.vs_op_model:.2f} × numpy's per-op model ({fmt_time(row.op_model_s)})"
             if math.isfinite(row.vs_op_model)
@@ -287,7 +289,7 @@ def summary_lines(
 def summary_section(frame: pd.DataFrame, fits: Fits) -> list[str]:
     """The terminal summary's section of the ladder (``analysis.summary.SECTIONS``): ``summary_lines``
     under a heading, empty when ``frame`` holds no framework case."""
-    lines = summary_lines(frame, decode_steps=fits.decode_steps)
+    lines = summary_lines(frame, fits=fits)
     if not lines:
         return []
     return ["The dispatch ladder across frameworks (framework_call, framework_step, framework_launch):"] + [

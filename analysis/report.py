@@ -422,9 +422,9 @@ def _ladder_lines(frame: pd.DataFrame, fits: Fits, figures: dict[str, list[str]]
     """The dispatch ladder (``analysis.frameworks``): t0 per caller with its interval, each framework's
     decode step against numpy's and against numpy's per-op model, and demo 2 with each GPU layer's cost per
     launch; empty without a framework case."""
-    from analysis.frameworks import demo2_by_layer, fit_calls, launch_costs, step_times
+    from analysis.frameworks import demo2_by_layer, launch_costs, step_times
 
-    calls, steps = fit_calls(frame), step_times(frame, fits.decode_steps)
+    calls, steps = fits.calls, step_times(frame, fits.decode_steps)
     demo = demo2_by_layer(launch_costs(frame))
     if calls.empty and steps.empty and demo.empty:
         return []

@@ -114,10 +114,10 @@ def test_a_fleet_s_dispatch_ladder_draws_one_bar_per_caller_over_its_machines(tm
     at the median t0 over the machines, its line from the fastest machine to the slowest."""
     fleet = _fanout(REAL_RUN, tmp_path / "fleet", 13, copies=13)
     frame = select_runs(load_runs([fleet], samples=False)).result.frame
-    calls = fit_calls(frame)
-    calls = calls[calls["t0_s"].notna()]
+    fitted = fit_calls(frame)
+    calls = fitted[fitted["t0_s"].notna()]
     assert calls["machine_id"].nunique() == 13 and len(calls) > 24
-    figure = ladder.ladder(frame)
+    figure = ladder.ladder(frame, fitted)
     ax = figure.axes[0]
     t0 = calls.groupby("caller", sort=False)["t0_s"]
     assert [label.get_text() for label in ax.get_yticklabels()] == list(t0.median().index)

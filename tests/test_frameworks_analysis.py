@@ -158,9 +158,9 @@ def test_the_summary_and_the_figure_show_both_sides() -> None:
     text = "\n".join(summary_lines(frame))
     assert "20.00 × numpy" in text  # jax: 8 µs over 400 ns
     assert "torch_graph" in text and "loses" in text
-    figure = ladder(frame)
+    figure = ladder(frame, fit_calls(frame))
     assert isinstance(figure, Figure) and len(figure.axes) == 2
-    assert ladder(pd.DataFrame()) is None
+    assert ladder(pd.DataFrame(), fit_calls(pd.DataFrame())) is None
 
 
 def test_a_saved_framework_case_passes_the_loaders_checks(tmp_path: Path) -> None:

@@ -61,7 +61,7 @@ def figure_jobs(frame: pd.DataFrame, fits: Fits, table: pd.DataFrame) -> dict[st
         "decode_step": (gpu.decode_demo, (fits.decode_demo,)),
         "decode_bands": (decode.decode_bands, (fits.decode_steps,)),
         "machines": (machines.machines, (table,)),
-        "ladder": (ladder.ladder, (frame,)),
+        "ladder": (ladder.ladder, (frame, fits.calls)),
     }
 
 

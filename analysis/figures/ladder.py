@@ -22,7 +22,7 @@ from analysis.figures.style import (
     side_legend,
     time_tick,
 )
-from analysis.frameworks import GRAPH_LAYER, fit_calls, fit_torch_graph, launch_costs
+from analysis.frameworks import GRAPH_LAYER, fit_torch_graph, launch_costs
 from model.units import fmt_time
 
 _PANEL_IN = 2.8
@@ -38,9 +38,9 @@ _LAYERS = {
 }
 
 
-def ladder(frame: pd.DataFrame) -> Figure | None:
-    """The ladder figure of ``frame``'s framework cases, or None without any."""
-    calls = fit_calls(frame)
+def ladder(frame: pd.DataFrame, calls: pd.DataFrame) -> Figure | None:
+    """The ladder figure of ``frame``'s framework cases, or None without any; ``calls``: the law per caller
+    (``analysis.fits.Fits.calls``, ``analysis.frameworks.fit_calls`` of ``frame``)."""
     calls = calls[calls["t0_s"].notna()] if not calls.empty else calls
     costs = launch_costs(frame)
     sides = [side for side, table in (("cpu", calls), ("gpu", costs)) if not table.empty]
