@@ -453,10 +453,9 @@ def _compare(args: argparse.Namespace) -> int:
         meanwhile=meanwhile,
         cache=_cache(args),
         # Text columns as categories, and the columns no comparison reads left out (a fleet's frame in a
-        # fraction of the memory); --by framework rewrites cases' coordinates (``analysis.case_groups``)
-        # and so keeps the plain frame.
-        categorical=args.by not in CASE_GROUPINGS,
-        unread=UNREAD_COLUMNS if args.by not in CASE_GROUPINGS else (),
+        # fraction of the memory).
+        categorical=True,
+        unread=UNREAD_COLUMNS,
     )
     if loaded.frame.empty:  # no launchbench case: any other suite's, case by case
         return _compare_cases(args, fact)

@@ -55,7 +55,10 @@ def group_cases(frame: pd.DataFrame, by: str, baseline: str | None) -> tuple[Gro
     rows = frame[frame["case"].isin((CALL_CASE, STEP_CASE, LAUNCH_CASE)) & frame["framework"].notna()]
     if rows.empty:
         raise ValueError(f"--by {by}: no run used holds a framework case ({CALL_CASE}, {STEP_CASE}, …)")
-    rows = rows.copy()
+    # A copy whose text columns are plain objects: the rewrite below writes new texts into them, which a
+    # fleet's categorical frame (``analysis.load``'s ``categorical``) would refuse as unknown categories.
+    texts = {column: object for column in rows.columns if isinstance(rows[column].dtype, pd.CategoricalDtype)}
+    rows = rows.astype(texts) if texts else rows.copy()
     for column in ("threads", "compiler", "layer", "plan", "op", "n_calls", "n_kernels"):
         if column not in rows:
             rows[column] = math.nan if column in ("threads", "n_calls", "n_kernels") else None

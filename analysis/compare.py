@@ -724,7 +724,7 @@ def measured_figures(frame: pd.DataFrame) -> list[MeasuredFigure]:
                     f"op cost: {op}", op, "numpy_op", (("device", "cpu"), ("op", op)), ops.STATISTIC, True
                 )
             )
-    launches = frame[frame["case"] == "framework_launch"]
+    launches = _rows_of(frame, frame["case"] == "framework_launch", ("n_args", "n_calls"))
     if not launches.empty and {"n_args", "n_calls"} <= set(launches.columns):
         # ``analysis.case_groups``: each rung's cost per launch (n_calls = launches per timed call).
         for n_args in sorted(set(launches["n_args"].dropna())):
