@@ -12,7 +12,6 @@ outside Python's global interpreter lock, and the results are those of fitting t
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -23,6 +22,7 @@ from analysis.decode import decode_table
 from analysis.frameworks import fit_calls
 from analysis.host import HOST_COLUMNS, fit_host, predict_many_vs_one
 from analysis.launch import CUDA_CASES, FIT_COLUMNS, decode_with_measured, fit_launch, predict_spin
+from analysis.load import usable_cpus
 
 #: The cases whose raw samples a fit or a compared figure reads: the numpy call sizes (the CPU law's
 #: intervals and differences), the host bandwidths, every GPU launch case, the cases of the measured
@@ -117,7 +117,7 @@ def _per_machine(
         return fit(frame)
     where = frame.groupby("machine_id", sort=True, observed=True).indices
     machines = [where[machine] for machine in sorted(where)]  # each machine's row positions
-    workers = min(len(machines), len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1)
+    workers = min(len(machines), usable_cpus())
     if workers < 2:
         return fit(frame)
 

@@ -741,10 +741,9 @@ def map_batches(
     meanwhile: Callable[[], object] | None = None,
 ) -> list[T]:
     """``function(batch, *args)`` of consecutive batches of ``files``, in order: in worker processes, four
-    batches per CPU (of at most ``MAX_BATCH_FILES`` files), when there are many files and CPUs (JSON
-    parsing is the whole cost of loading a fleet of runs, and it is CPU-bound), else all files in one batch
-    here. ``function`` must be a module-level
-    function (it is sent to the workers by name).
+    batches per CPU or more (none of more than ``MAX_BATCH_FILES`` files), when there are many files and CPUs
+    (JSON parsing is the whole cost of loading a fleet of runs, and it is CPU-bound), else all files in one
+    batch here. ``function`` must be a module-level function (it is sent to the workers by name).
 
     ``meanwhile`` is called in this process once the workers have started (before the batch without
     them): work of its own, such as the imports the caller needs next (SciPy's take half a second), done
@@ -754,9 +753,7 @@ def map_batches(
     work not started is cancelled and the workers end after their current batch (at most
     ``MAX_BATCH_FILES`` files, so within about a second), before the interrupt goes on; a worker whose
     parent has died (SIGKILL) ends by itself (``_worker_start``)."""
-    workers = min(
-        len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1, 8
-    )
+    workers = min(usable_cpus(), 8)
     if len(files) < PARALLEL_MIN_FILES or workers < 2:
         if meanwhile is not None:
             meanwhile()
@@ -765,23 +762,18 @@ def map_batches(
     batches = [files[start : start + size] for start in range(0, len(files), size)]
     pool = None
     try:
-        with held():  # an interrupt while workers start would leave a pool that cannot be shut down
-            pool = ProcessPoolExecutor(
-                max_workers=workers,
-                mp_context=_pool_context(),
-                initializer=_worker_start,
-                initargs=(os.getpid(),),
-            )
-            futures = [pool.submit(function, batch, *args) for batch in batches]  # starts the workers
+        pool, futures = start_workers(
+            workers, pool_context(), [(function, (batch, *args)) for batch in batches]
+        )
         if meanwhile is not None:
             meanwhile()
-        _await(pool, futures)
+        await_workers(pool, futures)
         return [future.result() for future in futures]
     except BrokenProcessPool as exc:
         raise WorkerLost(_lost_line(pool)) from exc
     finally:
         if pool is not None:
-            _stop(pool)
+            stop_workers(pool)
 
 
 #: How often (s) the command checks that its loading workers are alive while it waits for them.
@@ -798,7 +790,33 @@ _THREADED_RUNTIMES = ("jax", "torch")
 FORK_SERVER_PRELOAD = ("analysis.load", "analysis.figures", "analysis.report")
 
 
-def _pool_context() -> multiprocessing.context.BaseContext | None:
+def usable_cpus() -> int:
+    """The CPUs this process may run on: its affinity mask where the OS keeps one, else every CPU."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def start_workers(
+    count: int,
+    context: multiprocessing.context.BaseContext | None,
+    calls: Sequence[tuple[Callable[..., object], tuple[object, ...]]],
+) -> tuple[ProcessPoolExecutor, list[Future]]:
+    """A pool of ``count`` worker processes, started from ``context`` (``pool_context``'s choice) and ending
+    with this command (``_worker_start``), with each of ``calls`` (a module-level function and its
+    arguments) submitted to it: the loaders' and the figures' pools alike. The stop signals are held
+    meanwhile: an interrupt while workers start would leave a pool that cannot be shut down. The caller
+    waits (``await_workers``) and, whatever happens, ends the pool (``stop_workers``)."""
+    with held():
+        pool = ProcessPoolExecutor(
+            max_workers=count, mp_context=context, initializer=_worker_start, initargs=(os.getpid(),)
+        )
+        try:
+            return pool, [pool.submit(function, *args) for function, args in calls]  # starts the workers
+        except BaseException:
+            stop_workers(pool)
+            raise
+
+
+def pool_context() -> multiprocessing.context.BaseContext | None:
     """The workers' start method: the platform's default (fork on Linux: the cheapest), or a fork server
     where a multithreaded runtime is loaded in this process (a test session, a notebook with JAX)."""
     threaded = any(name in sys.modules for name in _THREADED_RUNTIMES)
@@ -809,7 +827,7 @@ def _pool_context() -> multiprocessing.context.BaseContext | None:
     return None
 
 
-def _await(pool: ProcessPoolExecutor, futures: list[Future]) -> None:
+def await_workers(pool: ProcessPoolExecutor, futures: list[Future]) -> None:
     """Wait until every one of ``futures`` is done; ``WorkerLost`` as soon as a worker of ``pool`` has ended.
     ``ProcessPoolExecutor`` alone may wait forever: a worker killed while it sends a batch's result leaves
     half a message in the result pipe, which its manager thread then waits on for good."""
@@ -818,28 +836,28 @@ def _await(pool: ProcessPoolExecutor, futures: list[Future]) -> None:
         _, pending = wait(pending, timeout=_WORKER_CHECK_S, return_when=FIRST_EXCEPTION)
         if any(future.done() and future.exception() is not None for future in futures):
             return  # ``result()`` raises it (BrokenProcessPool when a worker died and the pool noticed)
-        if pending and any(process.exitcode is not None for process in _workers(pool)):
+        if pending and any(process.exitcode is not None for process in worker_processes(pool)):
             raise WorkerLost(_lost_line(pool))
 
 
-def _workers(pool: ProcessPoolExecutor) -> list[object]:
+def worker_processes(pool: ProcessPoolExecutor) -> list[object]:
     """The worker processes of ``pool`` (``multiprocessing.Process``; the executor keeps them by pid)."""
     return list((getattr(pool, "_processes", None) or {}).values())
 
 
 def _lost_line(pool: ProcessPoolExecutor | None) -> str:
     """One line saying which loading worker ended and how (``analysis.signals.ended_text``)."""
-    which = ended_text(_workers(pool) if pool else [])
+    which = ended_text(worker_processes(pool) if pool else [])
     return (
         f"a loading worker process{which} ended before its files were read (killed? out of memory?): "
         "nothing was loaded; run the command again, or with fewer files at once"
     )
 
 
-def _stop(pool: ProcessPoolExecutor) -> None:
+def stop_workers(pool: ProcessPoolExecutor) -> None:
     """End ``pool``'s workers: wait for them when all are alive (an interrupt: each ends after its batch);
     when one has died, kill the others and do not wait (the pool's manager thread may never return)."""
-    workers = _workers(pool)
+    workers = worker_processes(pool)
     if all(process.exitcode is None for process in workers):
         pool.shutdown(wait=True, cancel_futures=True)
         return

@@ -149,11 +149,11 @@ def test_figures_drawn_side_by_side_are_the_files_drawn_one_after_another(inputs
 def test_workers_from_a_fork_server_are_sent_their_data_and_draw_the_same_files(
     inputs, tmp_path: Path
 ) -> None:
-    """Once JAX or PyTorch is loaded a worker must not be forked (``analysis.load._pool_context``): the
+    """Once JAX or PyTorch is loaded a worker must not be forked (``analysis.load.pool_context``): the
     workers then start from a fork server and are sent each figure's data instead of inheriting it."""
     frame, fits, table = inputs
     serial = write_figures(frame, fits, table, tmp_path / "serial", ("png",), workers=1)
-    with mock.patch("analysis.figures._pool_context", return_value=multiprocessing.get_context("forkserver")):
+    with mock.patch("analysis.figures.pool_context", return_value=multiprocessing.get_context("forkserver")):
         served = write_figures(frame, fits, table, tmp_path / "served", ("png",), workers=2)
     assert _digests(serial) == _digests(served)
 

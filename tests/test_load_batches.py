@@ -114,6 +114,6 @@ def test_workers_start_from_a_fork_server_once_a_threaded_runtime_is_loaded(monk
 
     monkeypatch.delitem(sys.modules, "jax", raising=False)
     monkeypatch.delitem(sys.modules, "torch", raising=False)
-    assert load._pool_context() is None
+    assert load.pool_context() is None
     monkeypatch.setitem(sys.modules, "jax", types.ModuleType("jax"))
-    assert load._pool_context().get_start_method() == "forkserver"
+    assert load.pool_context().get_start_method() == "forkserver"

@@ -20,9 +20,7 @@ why). A figure whose cases are absent is not drawn.
 from __future__ import annotations
 
 import gc
-import os
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from multiprocessing.process import BaseProcess
 from pathlib import Path
@@ -33,10 +31,17 @@ from matplotlib.figure import Figure
 from analysis.figures import cpu, decode, gpu, ladder, machines
 from analysis.figures.style import save
 from analysis.fits import Fits
-from analysis.load import _await, _pool_context, _stop, _worker_start, _workers
+from analysis.load import (
+    await_workers,
+    pool_context,
+    start_workers,
+    stop_workers,
+    usable_cpus,
+    worker_processes,
+)
 from analysis.output import DEFAULT_FIGURE_FORMATS as FORMATS
 from analysis.output import Published, publish
-from analysis.signals import WorkerLost, ended_text, held
+from analysis.signals import WorkerLost, ended_text
 
 #: The folder of ``OUT`` the figures are written into, by ``report`` and ``plot`` alike.
 FIGURES_DIR = "figures"
@@ -97,8 +102,7 @@ def write_figures(
 def drawing_workers(figures: int) -> int:
     """The processes that draw ``figures`` figures: one per CPU this process may run on (its affinity
     mask, where the OS has one), no more than there are figures."""
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    return max(1, min(cpus, figures))
+    return max(1, min(usable_cpus(), figures))
 
 
 def _draw(stem: str, job: Job, folder: Path, formats: Sequence[str]) -> list[Path]:
@@ -119,40 +123,32 @@ def _draw_inherited(stem: str, folder: Path, formats: Sequence[str]) -> list[Pat
 
 def _draw_in_workers(jobs: dict[str, Job], folder: Path, formats: Sequence[str], count: int) -> list[Path]:
     """``_draw`` of every job in a pool of ``count`` processes started as ``analysis.load``'s loading
-    workers are (``_pool_context``: forked, or from a fork server once JAX or PyTorch is loaded, whose
-    threads a fork may deadlock); the workers end with the command (``_worker_start``).
+    workers are (``pool_context``: forked, or from a fork server once JAX or PyTorch is loaded, whose
+    threads a fork may deadlock); the workers end with the command (``start_workers``).
 
     A forked worker inherits the frame and fits, copied only where it writes (``gc.freeze`` keeps the
     collector from writing into every object); a worker from a fork server is sent the job's own data."""
-    context = _pool_context()
+    context = pool_context()
     forked = context is None
     pool = None
     started: list[BaseProcess] = []
     try:
-        with held():  # an interrupt while workers start would leave a pool that cannot be shut down
-            if forked:
-                _INHERITED.update(jobs)
-                gc.freeze()
-            pool = ProcessPoolExecutor(
-                max_workers=count,
-                mp_context=context,
-                initializer=_worker_start,
-                initargs=(os.getpid(),),
-            )
-            futures = [
-                pool.submit(_draw_inherited, stem, folder, formats)
-                if forked
-                else pool.submit(_draw, stem, job, folder, formats)
-                for stem, job in jobs.items()
-            ]
-            started = _workers(pool)  # kept: a broken pool forgets its processes
-        _await(pool, futures)
+        if forked:
+            _INHERITED.update(jobs)
+            gc.freeze()
+        calls = [
+            (_draw_inherited, (stem, folder, formats)) if forked else (_draw, (stem, job, folder, formats))
+            for stem, job in jobs.items()
+        ]
+        pool, futures = start_workers(count, context, calls)
+        started = worker_processes(pool)  # kept: a broken pool forgets its processes
+        await_workers(pool, futures)
         return [path for future in futures for path in future.result()]
-    except (BrokenProcessPool, WorkerLost) as exc:  # a worker killed: ``_await`` or the pool noticed
+    except (BrokenProcessPool, WorkerLost) as exc:  # a worker killed: ``await_workers`` or the pool noticed
         raise WorkerLost(_lost_line(started)) from exc
     finally:
         if pool is not None:
-            _stop(pool)
+            stop_workers(pool)
         _INHERITED.clear()
         if forked:
             gc.unfreeze()
