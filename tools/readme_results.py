@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import io
 import os
 import re
@@ -20,6 +21,12 @@ import shlex
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from analysis.fits import Fits
 
 ROOT = Path(__file__).resolve().parents[1]
 #: The files whose blocks are generated.
@@ -48,12 +55,24 @@ def command_output(command: str) -> str:
     return out.getvalue()
 
 
+@functools.cache
+def _fitted_runs() -> list[tuple[str, pd.DataFrame, Fits]]:
+    """Each committed run's file name, frame (raw samples read) and ``fit_all`` of it, loaded and fitted
+    once for every table (each run is fitted alone: the tables hold one row per run)."""
+    from analysis.fits import fit_all
+    from analysis.load import load_runs
+
+    runs = []
+    for path in sorted(RUNS.glob("*.json")):
+        frame = load_runs([path], samples=True).frame
+        runs.append((path.name, frame, fit_all(frame)))
+    return runs
+
+
 def decode_runs_table() -> str:
     """One markdown row per committed run and plan: the CPU decode step against its lower bound and the
     per-op model, and the same-run bandwidth with its spread (``analysis.decode.decode_table``)."""
     from analysis.decode_text import model_cell
-    from analysis.fits import fit_all
-    from analysis.load import load_runs
     from model.units import fmt_percent, fmt_rate, fmt_time
 
     rows = [
@@ -61,11 +80,11 @@ def decode_runs_table() -> str:
         "| bandwidth: best, median (IQR) |",
         "|---|---|---|---|---|---|---|---|",
     ]
-    for path in sorted(RUNS.glob("*.json")):
-        steps = fit_all(load_runs([path], samples=True).frame).decode_steps
+    for name, _, fits in _fitted_runs():
+        steps = fits.decode_steps
         for row in steps[steps["device"] == "cpu"].itertuples(index=False):
             rows.append(
-                f"| `{path.name}` | {row.plan} | {fmt_time(row.measured_s)} | {fmt_time(row.bound_s)} | "
+                f"| `{name}` | {row.plan} | {fmt_time(row.measured_s)} | {fmt_time(row.bound_s)} | "
                 f"{row.measured_s / row.bound_s:.2f}× | {model_cell(row)} | "
                 f"{row.measured_s / row.op_model_s:.2f}× | {fmt_rate(row.reference_bytes_per_s)}, "
                 f"{fmt_rate(row.probe_median_bytes_per_s)} ({fmt_percent(row.probe_iqr_fraction)}) |"
@@ -76,17 +95,15 @@ def decode_runs_table() -> str:
 def ladder_calls_table() -> str:
     """One markdown row per committed run and caller of the framework ladder: t0 with its interval, its
     ratio to numpy's t0 in the same run, and r∞ (``analysis.frameworks.fit_calls``)."""
-    from analysis.frameworks import fit_calls
-    from analysis.load import load_runs
     from analysis.render import with_interval
     from model.units import fmt_si
 
     rows = ["| run | caller | t0 [95 %] | × numpy | r∞ |", "|---|---|---|---|---|"]
-    for path in sorted(RUNS.glob("*.json")):
-        for row in fit_calls(load_runs([path], samples=True).frame).itertuples(index=False):
+    for name, _, fits in _fitted_runs():
+        for row in fits.calls.itertuples(index=False):
             t0 = with_interval(row.t0_s, row.t0_low_s, row.t0_high_s, "s")
             rows.append(
-                f"| `{path.name}` | {row.caller} | {t0} | {row.t0_ratio:.2f}× | "
+                f"| `{name}` | {row.caller} | {t0} | {row.t0_ratio:.2f}× | "
                 f"{fmt_si(row.r_inf_per_s, 'elem/s')} |"
             )
     return "\n".join(rows) + "\n"
@@ -95,9 +112,7 @@ def ladder_calls_table() -> str:
 def ladder_steps_table() -> str:
     """One markdown row per committed run, framework and compiler: the decode step (fastest round) against
     numpy's step and numpy's per-op model of the same run (``analysis.frameworks.step_times``)."""
-    from analysis.fits import fit_all
     from analysis.frameworks import step_times
-    from analysis.load import load_runs
     from model.units import fmt_time
 
     rows = [
@@ -105,11 +120,10 @@ def ladder_steps_table() -> str:
         "| × numpy's per-op model |",
         "|---|---|---|---|---|---|---|---|",
     ]
-    for path in sorted(RUNS.glob("*.json")):
-        frame = load_runs([path], samples=True).frame
-        for row in step_times(frame, fit_all(frame).decode_steps).itertuples(index=False):
+    for name, frame, fits in _fitted_runs():
+        for row in step_times(frame, fits.decode_steps).itertuples(index=False):
             rows.append(
-                f"| `{path.name}` | {row.framework} | {row.compiler} | {fmt_time(row.min_s)} | "
+                f"| `{name}` | {row.framework} | {row.compiler} | {fmt_time(row.min_s)} | "
                 f"{fmt_time(row.median_s)} | {row.vs_numpy:.2f}× | {row.vs_eager:.2f}× | "
                 f"{row.vs_op_model:.2f}× |"
             )
@@ -126,18 +140,15 @@ def ladder_summary_table() -> str:
     """The ladder over every committed run, one row per caller and one per decode step: t0 (its range over
     the runs) and its ratio to numpy's; the step's fastest round, and its ratios to numpy's step and to the
     same framework's eager step. The per-run rows are ``ladder_calls`` and ``ladder_steps``."""
-    from analysis.fits import fit_all
-    from analysis.frameworks import fit_calls, step_times
-    from analysis.load import load_runs
+    from analysis.frameworks import step_times
     from model.units import fmt_time
 
     calls: dict[str, list[tuple[float, float]]] = {}
     steps: dict[tuple[str, str], list[tuple[float, float, float]]] = {}
-    for path in sorted(RUNS.glob("*.json")):
-        frame = load_runs([path], samples=True).frame
-        for row in fit_calls(frame).itertuples(index=False):
+    for _, frame, fits in _fitted_runs():
+        for row in fits.calls.itertuples(index=False):
             calls.setdefault(row.caller, []).append((row.t0_s, row.t0_ratio))
-        for row in step_times(frame, fit_all(frame).decode_steps).itertuples(index=False):
+        for row in step_times(frame, fits.decode_steps).itertuples(index=False):
             steps.setdefault((row.framework, row.compiler), []).append(
                 (row.min_s, row.vs_numpy, row.vs_eager)
             )
