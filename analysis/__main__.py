@@ -57,6 +57,7 @@ if TYPE_CHECKING:
 
     from analysis.compare import Groups
     from analysis.load import LoadResult, Samples
+    from analysis.memo import Memo
     from analysis.runs import Selection
 
 _PROG = "python -m analysis"
@@ -229,10 +230,13 @@ def _add_paths(parser: argparse.ArgumentParser) -> None:
         default=None,
         metavar="DIR",
         help="the cache of parsed runs, so that each saved file is parsed once (Parquet; needs pyarrow, "
-        f"else every file is parsed): default ${CACHE_ENV} if set, else {default_folder() or 'none'}",
+        "else every file is parsed), and of the fits, tables and figures computed from them, kept by the "
+        f"digest of their rows: default ${CACHE_ENV} if set, else {default_folder() or 'none'}",
     )
     parser.add_argument(
-        "--no-cache", action="store_true", help="parse every file; neither read nor write the cache"
+        "--no-cache",
+        action="store_true",
+        help="parse every file and compute every result; neither read nor write the cache",
     )
     parser.add_argument(
         "--include-partial",
@@ -368,6 +372,14 @@ def _cache(args: argparse.Namespace) -> Path | None:
     return None if args.no_cache else args.cache or default_folder()
 
 
+def _memo(args: argparse.Namespace) -> Memo | None:
+    """Where the fits, tables and figures computed from runs are kept (``analysis.memo``): beside the parsed
+    runs; None with --no-cache."""
+    from analysis.memo import open_memo
+
+    return open_memo(_cache(args))
+
+
 def _with_baseline(args: argparse.Namespace, selection: Selection) -> Selection:
     """``selection``, once ``args.baseline`` is known to name one of its machines (else ``CLIError``)."""
     from analysis.compare import choose_baseline
@@ -416,7 +428,12 @@ def _report(args: argparse.Namespace) -> int:
         check_replaceable(out, OWNER, [REPORT_NAME], args.force)
         selection = _load(args)
         written = write_report(
-            selection, out_dir=out, baseline=args.baseline, force=args.force, formats=args.formats
+            selection,
+            out_dir=out,
+            baseline=args.baseline,
+            force=args.force,
+            formats=args.formats,
+            memo=_memo(args),
         )
     for line in written.kept:
         _say(f"{_PROG}: warning: {line}", sys.stderr)
@@ -459,7 +476,7 @@ def _compare(args: argparse.Namespace) -> int:
     )
     if loaded.frame.empty:  # no launchbench case: any other suite's, case by case
         return _compare_cases(args, fact)
-    from analysis.compare import figure_table, group_notes, point_columns, point_table
+    from analysis.compare import compared_table, group_notes, point_columns, point_table
     from analysis.fits import fit_all
 
     selection = _selected(args, loaded, apart=column)
@@ -472,7 +489,9 @@ def _compare(args: argparse.Namespace) -> int:
     if args.points:
         table = point_table(frame, groups.baseline.label)
         return _print_cases(args, head, table, groups, point_columns(frame), ("median",))
-    table = figure_table(frame, fit_all(frame, predictions=False), groups.baseline.label)
+    memo = _memo(args)
+    fits = fit_all(frame, predictions=False, memo=memo)
+    table = compared_table(frame, fits, groups.baseline.label, memo)
     return _print_figures(args, head, table, groups)
 
 
@@ -701,7 +720,7 @@ def _launchbench_figures(
 ) -> list[Path]:
     """``plot``'s figures of launchbench runs, grouped as ``compare`` groups them (``--by``), written under
     ``stage``; the lines about the runs and the groups on stderr."""
-    from analysis.compare import figure_table, group_notes
+    from analysis.compare import compared_table, group_notes
     from analysis.figures import write_figures
     from analysis.fits import fit_all
     from analysis.load import fact_column
@@ -714,9 +733,10 @@ def _launchbench_figures(
         _say(f"{_PROG}: {line}", sys.stderr)
     _say(f"{_PROG}: baseline (by {groups.by}): {groups.baseline.label}, {groups.rule}", sys.stderr)
     frame = groups.relabel(selection.result.frame)
-    fits = fit_all(frame)
-    table = figure_table(frame, fits, groups.baseline.label)
-    return write_figures(frame, fits, table, out_dir=stage, formats=args.formats)
+    memo = _memo(args)
+    fits = fit_all(frame, memo=memo)
+    table = compared_table(frame, fits, groups.baseline.label, memo)
+    return write_figures(frame, fits, table, out_dir=stage, formats=args.formats, memo=memo)
 
 
 def _case_figures(args: argparse.Namespace, stage: Path, fact: str | None) -> list[Path]:

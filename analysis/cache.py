@@ -4,10 +4,12 @@ the same storage reads only the files that are new or changed since.
 Parsing JSON is nearly all of the cost of loading a fleet of runs (``analysis.load``); the rows a file gives
 depend only on its bytes, on which raw samples are read (``Samples``), on the run facts asked for and on the
 loader's code. So each load writes what it parsed (rows as columns, run infos, problem lines) as one
-*segment*: two Parquet files, ``<id>.rows.parquet`` and ``<id>.files.parquet``, in a folder named for the
-loader's version and those options. A later load ``stat``\\s every file and takes a file's rows from the
-newest segment whose entry has the same absolute path, shown name, size, modification time, inode, device and
-status-change time; every other file is parsed, and a new segment written. Files written less than
+*segment*: ``<id>.rows.parquet`` (the rows), ``<id>.infos.pickle`` (each file's run info, problem lines and
+row keys, one pickle for all: texts the files repeat are stored once) and ``<id>.files.parquet`` (each
+file's path, ``stat`` and rows; written last), in a folder named for the loader's version and those
+options. A later load ``stat``\\s every file and takes a file's rows from the newest segment whose entry has
+the same absolute path, shown name, size, modification time, inode, device and status-change time; every
+other file is parsed, and a new segment written. Files written less than
 ``RACY_S`` before the load are not stored (a file rewritten within its clock's tick keeps its size and
 time), so an entry is never trusted for a file that may still change unseen. A segment none of whose
 entries is current any more is deleted.
@@ -43,7 +45,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 #: Bumped when what a cached file's entry means changes; the loader's source is hashed in beside it.
-LOADER_VERSION = 1
+LOADER_VERSION = 2
 
 #: The environment variable that moves the cache (``--cache`` wins over it).
 CACHE_ENV = "LAUNCHBENCH_CACHE"
@@ -168,14 +170,12 @@ class RunCache:
         if segment not in self._rows:
             import pyarrow.parquet as pq
 
-            path = self.folder / f"{segment}.rows.parquet"
-            kinds = _kinds(pq.read_schema(path).metadata)
-            kinds = {name: kind for name, kind in kinds.items() if name not in self.unread}
-            table = pq.read_table(path, columns=list(kinds))
-            rows = {}
-            for name in kinds:  # each column's Arrow buffers freed once decoded: a fleet's are a gigabyte
-                rows[name] = _decode(table.column(name), kinds[name])
-                table = table.drop_columns([name])
+            with pq.ParquetFile(self.folder / f"{segment}.rows.parquet") as file:
+                kinds = _kinds(file.schema_arrow.metadata)
+                kinds = {name: kind for name, kind in kinds.items() if name not in self.unread}
+                # One column read and decoded at a time: a fleet's whole table in Arrow is a gigabyte, which
+                # Arrow's allocator may keep after it is freed (10⁵ runs: 1.6-2.0 GB at most, whole).
+                rows = {name: _decode(file.read(columns=[name]).column(0), kinds[name]) for name in kinds}
             self._rows[segment] = rows
             self._kinds[segment] = kinds
         return self._rows[segment], self._kinds[segment]
@@ -196,6 +196,7 @@ class RunCache:
 
         name = f"{now_ns:020d}-{uuid.uuid4().hex[:12]}"
         rows_path = self.folder / f"{name}.rows.parquet"
+        infos_path = self.folder / f"{name}.infos.pickle"
         files_path = self.folder / f"{name}.files.parquet"
         try:
             self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -204,6 +205,7 @@ class RunCache:
             kinds = json.dumps({key: kind for key, (_, kind) in encoded.items()})
             table = table.replace_schema_metadata({_KINDS_KEY: kinds.encode()})
             _write(pq, table, rows_path)
+            _write_infos([(f.run, f.problems, f.keys) for f in kept], infos_path)
             entries = {
                 "absolute": [f.key.absolute for f in kept],
                 "shown": [f.key.shown for f in kept],
@@ -214,11 +216,10 @@ class RunCache:
                 "ctime_ns": [f.key.ctime_ns for f in kept],
                 "first": [f.first for f in kept],
                 "count": [f.count for f in kept],
-                "info": [pickle.dumps((f.run, f.problems, f.keys), protocol=5) for f in kept],
             }
             _write(pq, pa.table(entries), files_path)  # written last: its presence makes the segment
         except (OSError, ValueError, TypeError, pickle.PicklingError, pa.ArrowException):
-            for path in (rows_path, files_path):
+            for path in (rows_path, infos_path, files_path):
                 with contextlib.suppress(OSError):
                     path.unlink()
 
@@ -229,16 +230,17 @@ class RunCache:
         import pyarrow as pa
         import pyarrow.parquet as pq
 
-        shared: dict[tuple[str, ...], tuple[str, ...]] = {}  # one tuple of row keys for the files that agree
         for path in sorted(self.folder.glob("*.files.parquet")):
             name = path.name.removesuffix(".files.parquet")
             try:
                 table = pq.read_table(path).to_pydict()
+                with (self.folder / f"{name}.infos.pickle").open("rb") as file:
+                    infos = pickle.load(file)
                 entries = []
-                for values in zip(*(table[column] for column in _ENTRY_COLUMNS), strict=True):
-                    *key, first, count, info = values
-                    run, problems, keys = pickle.loads(info)
-                    keys = shared.setdefault(keys, keys)
+                for values, (run, problems, keys) in zip(
+                    zip(*(table[column] for column in _ENTRY_COLUMNS), strict=True), infos, strict=True
+                ):
+                    *key, first, count = values
                     entries.append((Key(*key), Entry(name, first, count, run, problems, keys)))
             except (*_UNREADABLE, pa.ArrowException):
                 continue
@@ -258,7 +260,7 @@ class RunCache:
                 continue  # another storage's segment whose first file is still there: one stat, not one each
             if any(key.absolute not in looked and _unchanged(key) for key, _ in entries):
                 continue
-            for suffix in (".files.parquet", ".rows.parquet"):
+            for suffix in (".files.parquet", ".infos.pickle", ".rows.parquet"):
                 with contextlib.suppress(OSError):
                     (self.folder / f"{name}{suffix}").unlink()
 
@@ -282,7 +284,6 @@ _ENTRY_COLUMNS = (
     "ctime_ns",
     "first",
     "count",
-    "info",
 )
 
 
@@ -334,6 +335,33 @@ def _write(pq: object, table: object, path: Path) -> None:
     temporary = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
     try:
         pq.write_table(table, temporary, compression="lz4")
+        temporary.replace(path)
+    finally:
+        with contextlib.suppress(OSError):
+            temporary.unlink()
+
+
+def _write_infos(infos: list[tuple[dict | None, list[str], tuple[str, ...]]], path: Path) -> None:
+    """The files' run infos, problem lines and row keys as one pickle at ``path`` (renamed into place as
+    ``_write``), each text and tuple of texts the files repeat (a machine's name, the field names, the row
+    keys) stored once: pickle writes an object met again as a reference, so loading makes one object for
+    all the files that share it. A fleet of 10⁵ files took a gigabyte as one pickle per file, each with
+    its own copies."""
+    shared: dict[object, object] = {}
+
+    def one(value: object) -> object:  # exact types only: 1 == True and 0.0 == -0.0 must stay apart
+        if type(value) is str or (type(value) is tuple and all(type(item) is str for item in value)):
+            return shared.setdefault(value, value)
+        return value
+
+    kept = [
+        (None if run is None else {one(k): one(v) for k, v in run.items()}, problems, one(keys))
+        for run, problems, keys in infos
+    ]
+    temporary = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
+    try:
+        with temporary.open("wb") as file:
+            pickle.dump(kept, file, protocol=5)
         temporary.replace(path)
     finally:
         with contextlib.suppress(OSError):

@@ -39,6 +39,7 @@ from analysis.facts import BY_MACHINE, BY_RUN
 from analysis.fits import Fits
 from analysis.host import BANDWIDTH_OPS
 from analysis.host import STATISTIC as HOST_STATISTIC
+from analysis.memo import Memo
 
 #: Two-sided p-value below which a difference is marked significant.
 ALPHA = 0.01
@@ -910,6 +911,17 @@ def _point_text(rows: pd.DataFrame, as_rate: bool) -> str:
     if as_rate:
         parts.append("as B/s (each machine's own size)")
     return " ".join(parts)
+
+
+def compared_table(
+    frame: pd.DataFrame, fits: Fits, baseline: str | None, memo: Memo | None = None
+) -> pd.DataFrame:
+    """``figure_table(frame, fits, baseline)``, read back from ``memo`` (``analysis.memo``) when it was
+    computed before from the same rows, fits and baseline."""
+    if memo is None:
+        return figure_table(frame, fits, baseline)
+    key = memo.key("figure_table", frame, fits, baseline)
+    return memo.cached(key, lambda: figure_table(frame, fits, baseline))
 
 
 def figure_table(frame: pd.DataFrame, fits: Fits, baseline: str | None) -> pd.DataFrame:

@@ -23,6 +23,7 @@ from analysis.frameworks import fit_calls
 from analysis.host import HOST_COLUMNS, fit_host, predict_many_vs_one
 from analysis.launch import CUDA_CASES, FIT_COLUMNS, decode_with_measured, fit_launch, predict_spin
 from analysis.load import usable_cpus
+from analysis.memo import Memo
 
 #: The cases whose raw samples a fit or a compared figure reads: the numpy call sizes (the CPU law's
 #: intervals and differences), the host bandwidths, every GPU launch case, the cases of the measured
@@ -82,16 +83,23 @@ def has_cases(frame: pd.DataFrame, cases: tuple[str, ...], device: str | None = 
     return bool(rows.any())
 
 
-def fit_all(frame: pd.DataFrame, predictions: bool = True) -> Fits:
+def fit_all(frame: pd.DataFrame, predictions: bool = True, memo: Memo | None = None) -> Fits:
     """Fit every family present in ``frame`` once, so the table, the figures, the report and the summary
     agree; the decode steps are predicted from these same host and launch fits. ``predictions``: False
     leaves the predicted tables (many vs one, spin, the decode steps and demo) and the ladder's law, which
     no comparison reads, empty, for a caller that shows the fitted figures only (``python -m analysis
-    compare``)."""
+    compare``). ``memo``: where fits computed before from the same rows are kept (``analysis.memo``): the
+    whole frame's, else each machine's."""
+    if memo is None:
+        return _fit_all(frame, predictions, None)
+    return memo.cached(memo.key("fit_all", frame, predictions), lambda: _fit_all(frame, predictions, memo))
+
+
+def _fit_all(frame: pd.DataFrame, predictions: bool, memo: Memo | None) -> Fits:
     empty = pd.DataFrame()
-    host = _per_machine(fit_host, frame, HOST_COLUMNS)
+    host = _per_machine(fit_host, frame, HOST_COLUMNS, memo, "host")
     launch = (
-        _per_machine(fit_launch, frame, FIT_COLUMNS)
+        _per_machine(fit_launch, frame, FIT_COLUMNS, memo, "launch")
         if has_cases(frame, CUDA_CASES, "cuda")
         else pd.DataFrame(columns=list(FIT_COLUMNS))
     )
@@ -109,22 +117,43 @@ def fit_all(frame: pd.DataFrame, predictions: bool = True) -> Fits:
 
 
 def _per_machine(
-    fit: Callable[[pd.DataFrame], pd.DataFrame], frame: pd.DataFrame, columns: tuple[str, ...]
+    fit: Callable[[pd.DataFrame], pd.DataFrame],
+    frame: pd.DataFrame,
+    columns: tuple[str, ...],
+    memo: Memo | None = None,
+    family: str = "",
 ) -> pd.DataFrame:
     """``fit(frame)``, fitted machine by machine side by side (see the module docstring): the same rows, in
-    the same order (by machine id), as one call."""
+    the same order (by machine id), as one call. With ``memo``, a machine whose rows were fitted before (by
+    the fit of ``family``) is read back, and only the others are fitted."""
     if frame.empty or "machine_id" not in frame:
         return fit(frame)
     where = frame.groupby("machine_id", sort=True, observed=True).indices
     machines = [where[machine] for machine in sorted(where)]  # each machine's row positions
-    workers = min(len(machines), usable_cpus())
-    if workers < 2:
+    keys: list[str] = []
+    done: dict[int, pd.DataFrame] = {}
+    if memo is not None:
+        keys = [memo.rows_key(f"fit-{family}", frame, positions) for positions in machines]
+        for index, key in enumerate(keys):
+            found, value = memo.get(key)
+            if found:
+                done[index] = value
+    todo = [index for index in range(len(machines)) if index not in done]
+    workers = min(len(todo), usable_cpus())
+    if memo is None and workers < 2:
         return fit(frame)
 
-    def fit_one(positions: object) -> pd.DataFrame:
+    def fit_one(index: int) -> pd.DataFrame:
         # A machine's rows are taken when its fit starts: taking them all first copied the whole frame.
-        return fit(frame.iloc[positions])
+        part = fit(frame.iloc[machines[index]])
+        if memo is not None:
+            memo.put(keys[index], part)
+        return part
 
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        parts = [part for part in pool.map(fit_one, machines) if not part.empty]
+    if workers < 2:
+        done.update((index, fit_one(index)) for index in todo)
+    else:
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            done.update(zip(todo, pool.map(fit_one, todo), strict=True))
+    parts = [done[index] for index in range(len(machines)) if not done[index].empty]
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=list(columns))

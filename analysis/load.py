@@ -747,7 +747,9 @@ def map_batches(
 
     ``meanwhile`` is called in this process once the workers have started (before the batch without
     them): work of its own, such as the imports the caller needs next (SciPy's take half a second), done
-    while the workers parse instead of after them.
+    while the workers parse instead of after them; with no file to parse it is not called (every file
+    was in the cache: the caller imports what it needs when it needs it, and results kept by
+    ``analysis.memo`` may need none of it).
 
     The workers leave with their parent: on an interrupt (Ctrl-C, SIGTERM turned into one by the CLI) the
     work not started is cancelled and the workers end after their current batch (at most
@@ -755,7 +757,7 @@ def map_batches(
     parent has died (SIGKILL) ends by itself (``_worker_start``)."""
     workers = min(usable_cpus(), 8)
     if len(files) < PARALLEL_MIN_FILES or workers < 2:
-        if meanwhile is not None:
+        if meanwhile is not None and files:
             meanwhile()
         return [function(files, *args)]
     size = min(-(-len(files) // (4 * workers)), MAX_BATCH_FILES)
@@ -787,7 +789,11 @@ _THREADED_RUNTIMES = ("jax", "torch")
 #: loading or drawing worker imported pandas, matplotlib and analysis anew, and an in-process ``report`` of
 #: two runs with JAX loaded took 2.7-3.7 s instead of 1.0-1.2 s (load 2; docs/speed.md, "The test suite").
 #: The workers still start bare of the parent's state.
-FORK_SERVER_PRELOAD = ("analysis.load", "analysis.figures", "analysis.report")
+FORK_SERVER_PRELOAD = (
+    "analysis.load",
+    "analysis.report",
+    *(f"analysis.figures.{module}" for module in ("cpu", "decode", "gpu", "ladder", "machines")),
+)
 
 
 def usable_cpus() -> int:

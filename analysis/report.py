@@ -18,11 +18,12 @@ from typing import Any
 import pandas as pd
 
 from analysis import ops
-from analysis.compare import BY_MACHINE, figure_table, group_runs
+from analysis.compare import BY_MACHINE, compared_table, group_runs
 from analysis.decode_text import bound_defect_lines, model_cell, where
 from analysis.figures import FIGURES_DIR, publish_figures, write_figures
 from analysis.fits import Fits, fit_all
 from analysis.host import BANDWIDTH_OPS
+from analysis.memo import Memo
 from analysis.output import DEFAULT_FIGURE_FORMATS, publish, staging
 from analysis.render import figure_lines, markdown_table, with_interval
 from analysis.runs import Selection, selection_lines
@@ -544,6 +545,7 @@ def write_report(
     baseline: str | None,
     force: bool = False,
     formats: Sequence[str] = DEFAULT_FIGURE_FORMATS,
+    memo: Memo | None = None,
 ) -> WrittenReport:
     """Fit the pooled runs of ``selection`` once, draw their figures into ``out_dir/figures`` in each of
     ``formats`` ("png", "svg"), write ``out_dir/report.md``: busy-machine verdicts first, then the runs used
@@ -551,10 +553,11 @@ def write_report(
 
     The files are written aside and put in place by ``analysis.output.publish`` (``force``: replace a
     report.md or figure the report did not write, or one edited since); raises
-    ``analysis.output.OutputError`` when a file in the way may not be replaced."""
+    ``analysis.output.OutputError`` when a file in the way may not be replaced. ``memo``: where fits,
+    tables and figures computed before from the same rows are kept (``analysis.memo``)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     with staging(out_dir) as stage:
-        written = _write_report(selection, stage, baseline, formats)
+        written = _write_report(selection, stage, baseline, formats, memo)
         figures = publish_figures(stage, out_dir, force)
         report = publish(stage, out_dir, OWNER, force)
     return WrittenReport(
@@ -566,15 +569,15 @@ def write_report(
 
 
 def _write_report(
-    selection: Selection, out_dir: Path, baseline: str | None, formats: Sequence[str]
+    selection: Selection, out_dir: Path, baseline: str | None, formats: Sequence[str], memo: Memo | None
 ) -> WrittenReport:
     """``write_report``'s files, written into ``out_dir`` (the staging folder)."""
     result = selection.result
     frame = result.frame
-    fits = fit_all(frame)
+    fits = fit_all(frame, memo=memo)
     groups = group_runs(result.runs, BY_MACHINE, baseline)
-    table = figure_table(frame, fits, groups.baseline.label)
-    figure_paths = write_figures(frame, fits, table, out_dir, formats)
+    table = compared_table(frame, fits, groups.baseline.label, memo)
+    figure_paths = write_figures(frame, fits, table, out_dir, formats, memo=memo)
     figures: dict[str, list[str]] = {}
     for path in sorted(figure_paths, key=lambda path: _LINK_ORDER.get(path.suffix, len(_LINK_ORDER))):
         figures.setdefault(path.stem, []).append(f"{FIGURES_DIR}/{path.name}")

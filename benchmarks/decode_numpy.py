@@ -38,6 +38,7 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks.random_fill import random_into
 from model.launch import FUSED, UNFUSED, KernelPlan
 from model.llm import ModelConfig
 
@@ -140,14 +141,21 @@ Draw = Callable[[tuple[int, ...], float, float], Array]
 def uniform_draw(xp: Any, seed: int, dtype: Any) -> Draw:
     """A seeded ``Draw`` of uniform random numbers (faster to draw than normal numbers, and as good for a
     benchmark's operands) made by the array module ``xp`` (numpy, or CuPy: drawn on the GPU), drawn in
-    float32 and stored as ``dtype``."""
+    float32 and stored as ``dtype``. numpy's are drawn and scaled on every core
+    (``benchmarks.random_fill.random_into``: the numbers one thread draws)."""
     rng = xp.random.default_rng(seed)
 
     def draw(shape: tuple[int, ...], std: float, mean: float) -> Array:
-        values = rng.random(shape, dtype=xp.float32)
-        values -= 0.5
-        values *= np.float32(std * math.sqrt(12.0))
-        values += np.float32(mean)
+        def scale(values: Array) -> None:
+            values -= 0.5
+            values *= np.float32(std * math.sqrt(12.0))
+            values += np.float32(mean)
+
+        if xp is np:
+            values = random_into(rng, np.empty(shape, dtype=np.float32), then=scale)
+        else:
+            values = rng.random(shape, dtype=xp.float32)
+            scale(values)
         return values.astype(dtype, copy=False)
 
     return draw

@@ -68,7 +68,6 @@ STEP_ROUNDS, QUICK_STEP_ROUNDS = 20, 3
 #: Untimed calls before the timing, full and ``--quick``: the first compiles (``torch.compile``, ``jax.jit``,
 #: JAX's op-by-op executables) and reads every weight once; the full run's second warms caches further.
 WARMUP_CALLS, QUICK_WARMUP_CALLS = 2, 1
-_SEED = 20_240_605
 
 
 def _caller_id(framework: str, threads: object) -> str:
@@ -197,10 +196,13 @@ def check_sum(got: np.ndarray, a: np.ndarray, what: str) -> None:
         raise AssertionError(f"{what}: result is not 2·a ({len(wrong):,} elements wrong{first})")
 
 
-def test_framework_call(benchmark: Any, framework: str, threads: object, n: int) -> None:
-    """One add of ``n`` float32 elements by ``framework``: fixed cost plus ``n`` times the element cost."""
+def test_framework_call(
+    benchmark: Any, add_input: Callable[[int], np.ndarray], framework: str, threads: object, n: int
+) -> None:
+    """One add of ``n`` float32 elements by ``framework``: fixed cost plus ``n`` times the element cost; its
+    input is ``ufunc_size``'s (``add_input``, shared by every caller)."""
     module = _framework(framework)
-    a = np.random.default_rng(_SEED).random(n, dtype=np.float32)
+    a = add_input(n)
     calls = calls_per_round(n)
     what = f"{_caller_id(framework, threads)} add, n={n}"
     with (

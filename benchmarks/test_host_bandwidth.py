@@ -27,6 +27,7 @@ import pytest
 
 from benchmarks.decode_numpy import matvec64
 from benchmarks.provenance import collect_caches
+from benchmarks.random_fill import random_into
 from benchmarks.records import record
 
 DTYPE = np.float64
@@ -39,7 +40,8 @@ BLOCK = 2**15
 SCALAR = 3.0
 #: Columns of the read case's matrix: rows of 4 KiB of float32, as a decode step's projections have.
 READ_COLS = 1024
-#: Timed passes per case (each ~0.05–0.3 s), after one warm-up pass.
+#: Timed passes per case (each ~0.05–0.3 s), after one warm-up pass (under ``--quick``: the checked pass
+#: just before, as the quick CPU decode step's warm-up is its checked step).
 ROUNDS = 10
 QUICK_ROUNDS = 3
 #: The read pass is 3–6× shorter than copy's and triad's: three times their rounds, about as long in all, so
@@ -59,12 +61,14 @@ def array_elements(llc_bytes: int | None) -> int:
 
 @pytest.fixture(scope="module")
 def arrays() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Return (a, b, c): a preallocated destination and two random sources, shared by both cases."""
+    """Return (a, b, c): a preallocated destination and two random sources (drawn on every core:
+    ``random_into``), shared by every case."""
     info: dict[str, object] = {}
     collect_caches(info)
     n = array_elements(info["llc_bytes"])
     rng = np.random.default_rng(_SEED)
-    return np.empty(n, dtype=DTYPE), rng.random(n), rng.random(n)
+    b = random_into(rng, np.empty(n, dtype=DTYPE))
+    return np.empty(n, dtype=DTYPE), b, random_into(rng, np.empty(n, dtype=DTYPE))
 
 
 def _require_equal(op: str, got: np.ndarray, expected: np.ndarray) -> None:
@@ -85,10 +89,12 @@ def _record_and_time(
     """Record the case (``coords``: op, dtype, n, bytes by STREAM's count, ...), then time
     ``one_pass(*args)``. Each pass takes ~0.003–0.3 s, far above the timer's resolution: fixed rounds
     (``ROUNDS``, or ``QUICK_ROUNDS`` with ``--quick``, times ``round_factor``), one call each, after one
-    warm-up pass."""
+    warm-up pass; under ``--quick`` the case's checked pass, run just before, is the warm-up (every page of
+    its arrays touched, its code run once)."""
     record(benchmark, case="host_bandwidth", device="cpu", **coords)
-    rounds = round_factor * (QUICK_ROUNDS if config.getoption("quick") else ROUNDS)
-    benchmark.pedantic(one_pass, args=args, rounds=rounds, warmup_rounds=1, iterations=1)
+    quick = config.getoption("quick")
+    rounds = round_factor * (QUICK_ROUNDS if quick else ROUNDS)
+    benchmark.pedantic(one_pass, args=args, rounds=rounds, warmup_rounds=0 if quick else 1, iterations=1)
 
 
 @pytest.mark.benchmark(group=GROUP)

@@ -25,6 +25,7 @@ import pytest
 
 from benchmarks.budget import timing_mark
 from benchmarks.provenance import collect_caches
+from benchmarks.random_fill import random_into
 from benchmarks.records import record
 
 DTYPE = np.float32
@@ -104,10 +105,13 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         metafunc.parametrize(("pieces", "variant"), params)
 
 
-def _operands(n: int) -> tuple[np.ndarray, np.ndarray]:
-    """Return ``a`` (random, not all zeros or ones) and a preallocated output ``o``, float32, ``n`` each."""
-    a = np.random.default_rng(_SEED).random(n, dtype=DTYPE)
-    return a, np.empty_like(a)
+def make_add_input(n: int) -> np.ndarray:
+    """``a``, the input of the add cases at ``n`` elements: float32, random (not all zeros or ones), seeded,
+    so every call gives the same array. Made once per session (``add_input`` in ``benchmarks/conftest.py``)
+    and shared by ``ufunc_size``, ``many_vs_one`` and every caller of ``framework_call``
+    (``test_framework_calls.py``), which read it and never write it. Drawn on every core (``random_into``:
+    the numbers ``rng.random(n, dtype=DTYPE)`` draws)."""
+    return random_into(np.random.default_rng(_SEED), np.empty(n, dtype=DTYPE))
 
 
 def _check(call: Callable[[], object], a: np.ndarray, o: np.ndarray) -> None:
@@ -142,9 +146,10 @@ def _add_repeatedly(a: np.ndarray, o: np.ndarray, calls: int) -> None:
         np.add(a, a, out=o)
 
 
-def test_ufunc_size(benchmark, n: int) -> None:
+def test_ufunc_size(benchmark, add_input: Callable[[int], np.ndarray], n: int) -> None:
     """``np.add(a, a, out=o)`` on ``n`` float32 elements: fixed cost plus ``n`` times the element cost."""
-    a, o = _operands(n)
+    a = add_input(n)
+    o = np.empty_like(a)
     calls = calls_per_round(n)
     _check(lambda: _add_repeatedly(a, o, calls), a, o)
     record(
@@ -177,12 +182,13 @@ def _add_slices(a: np.ndarray, o: np.ndarray, chunk: int, pieces: int) -> None:
         )
 
 
-def test_many_vs_one(benchmark, pieces: int, variant: str) -> None:
+def test_many_vs_one(benchmark, add_input: Callable[[int], np.ndarray], pieces: int, variant: str) -> None:
     """Add 262,144 float32 elements in ``pieces`` calls: the same work, ``pieces`` times the fixed cost.
 
     Recorded per numpy call (``n`` = 262,144 / pieces elements, ``n_calls`` = pieces), like ``ufunc_size``.
     """
-    a, o = _operands(MANY_TOTAL)
+    a = add_input(MANY_TOTAL)
+    o = np.empty_like(a)
     chunk = MANY_TOTAL // pieces
     if variant == "views":
         views = [(a[k * chunk : (k + 1) * chunk], o[k * chunk : (k + 1) * chunk]) for k in range(pieces)]

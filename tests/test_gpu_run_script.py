@@ -66,21 +66,34 @@ def _run_script(out: Path, pythonpath: Path) -> tuple[subprocess.CompletedProces
     return done, _status(out)
 
 
-def _image_like(tmp_path: Path, *arguments: str) -> tuple[subprocess.CompletedProcess[str], Path]:
-    """Run the script as the GPU machine will, on the fake GPU: in a copy of the tree without ``.git``, with
-    ``git`` failing as a missing command does, orjson unimportable (the image has none) and the commit in
-    ``LAUNCHBENCH_COMMIT``; return it and its $OUT."""
-    tree = tmp_path / "tree"
-    shutil.copytree(ROOT, tree, ignore=shutil.ignore_patterns(*NOT_COPIED), symlinks=True)
-    hidden = tmp_path / "image" / "orjson"
+@pytest.fixture(scope="module")
+def image(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The GPU machine's copy of the tree, without ``.git`` (``tree``), a folder whose ``orjson`` cannot be
+    imported (``image``: the GPU image has none) and a ``git`` that fails as a missing command does
+    (``bin``). Made once for the module's runs: the GPU machine too keeps a copy's ignored outputs (Python's
+    bytecode caches) from one call to the next, and no run writes anything else into the tree (their
+    outputs go to $OUT and a temporary folder)."""
+    root = tmp_path_factory.mktemp("gpu-image")
+    shutil.copytree(ROOT, root / "tree", ignore=shutil.ignore_patterns(*NOT_COPIED), symlinks=True)
+    hidden = root / "image" / "orjson"
     hidden.mkdir(parents=True)
     (hidden / "__init__.py").write_text(
         'raise ImportError("orjson is not in the GPU image")\n', encoding="utf-8"
     )
-    tools = tmp_path / "bin"
+    tools = root / "bin"
     tools.mkdir()
     (tools / "git").write_text("#!/bin/sh\necho 'git: not on this machine' >&2\nexit 127\n", encoding="utf-8")
     (tools / "git").chmod(0o755)
+    return root
+
+
+def _image_like(
+    image: Path, tmp_path: Path, *arguments: str
+) -> tuple[subprocess.CompletedProcess[str], Path]:
+    """Run the script as the GPU machine will, on the fake GPU: in ``image``'s copy of the tree without
+    ``.git``, with ``git`` failing as a missing command does, orjson unimportable (the image has none) and the
+    commit in ``LAUNCHBENCH_COMMIT``; return it and its $OUT (in ``tmp_path``)."""
+    tree, hidden, tools = image / "tree", image / "image" / "orjson", image / "bin"
     out = tmp_path / "out"
     done = subprocess.run(
         ["bash", str(tree / ".ci" / "gpu-run"), *arguments],
@@ -153,10 +166,12 @@ def test_without_cupy_no_step_after_the_first_runs_and_each_says_why(tmp_path: P
     assert _listed_files(out) == ["environment.txt", "status.txt"]
 
 
-def test_a_gpu_that_fails_its_correctness_tests_is_not_benchmarked_on_the_image(tmp_path: Path) -> None:
+def test_a_gpu_that_fails_its_correctness_tests_is_not_benchmarked_on_the_image(
+    image: Path, tmp_path: Path
+) -> None:
     """As the GPU machine will run it (no .git, no git, no orjson): the GPU tests are collected (no module
     fails to import for want of orjson), fail with the fake GPU's error, and nothing is benchmarked."""
-    done, out = _image_like(tmp_path)
+    done, out = _image_like(image, tmp_path)
     assert done.returncode == 1, done.stdout + done.stderr
     assert _status(out) == [
         _header(),
@@ -173,11 +188,11 @@ def test_a_gpu_that_fails_its_correctness_tests_is_not_benchmarked_on_the_image(
     assert _listed_files(out) == ["environment.txt", "gpu-tests.log", "status.txt"]
 
 
-def test_the_dry_run_on_the_image_runs_every_step_and_leaves_seven_files(tmp_path: Path) -> None:
+def test_the_dry_run_on_the_image_runs_every_step_and_leaves_seven_files(image: Path, tmp_path: Path) -> None:
     """The whole script as the GPU machine will run it, on the fake GPU, every step run (``--dry-run``, a
     quick selection): no orjson, no .git, no git; each step's limit, share and time printed; at most seven
     files, each named in the run's listing; the commit passed in is the saved run's."""
-    done, out = _image_like(tmp_path, *DRY_RUN)
+    done, out = _image_like(image, tmp_path, *DRY_RUN)
     assert done.returncode == 1, done.stdout + done.stderr
     assert _status(out) == [
         _header("yes", "--quick -k spin or test_copy"),

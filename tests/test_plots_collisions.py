@@ -75,8 +75,11 @@ def drawn_texts(figure: Figure) -> list[tuple[Text, Bbox]]:
 
 def cut_markers(figure: Figure) -> list[str]:
     """One line per data marker that the edge of its panel cuts: its disc (marker size) not wholly inside the
-    panel, where its centre is inside (a point at the axis edge, half drawn)."""
-    figure.draw_without_rendering()
+    panel, where its centre is inside (a point at the axis edge, half drawn).
+
+    ``figure`` must have been drawn since it last changed (``figure_problems`` checks it right after
+    ``text_problems`` drew it): its panels are then where a draw puts them. A second draw moved no panel of
+    any figure here (measured), so it only cost the draw's time."""
     problems = []
     for ax in figure.axes:
         box = ax.bbox
@@ -358,6 +361,21 @@ def datasets(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[Path]]:
     return sets
 
 
+def figure_problems(figures: dict[str, Figure]) -> list[str]:
+    """Every figure's overlapping texts, texts off the canvas and cut markers, from one draw of each."""
+    problems = []
+    for stem, figure in figures.items():
+        problems += [f"{stem}: {line}" for line in text_problems(figure)]
+        problems += [f"{stem}: {line}" for line in cut_markers(figure)]
+    return problems
+
+
+#: The ``time_vs_size`` figure of the committed run with the most cases drawn alone, kept by
+#: ``test_every_committed_run_alone_draws_clean_figures`` for the planted-overlap test, which takes it (it
+#: changes it): the same figures are not built twice.
+_REAL_RUN_ALONE: dict[str, Figure] = {}
+
+
 def figures_of(paths: list[Path]) -> dict[str, Figure]:
     """The figures ``python -m analysis plot PATHS`` draws (raw samples loaded, as it loads them; a machine
     with quick runs only is drawn from them, as plot draws it)."""
@@ -399,9 +417,7 @@ def test_no_two_texts_collide_and_none_leaves_the_canvas(
 ) -> None:
     figures = figures_of(datasets[name])
     assert expected <= set(figures) <= expected | optional
-    problems = [f"{stem}: {line}" for stem, figure in figures.items() for line in text_problems(figure)]
-    problems += [f"{stem}: {line}" for stem, figure in figures.items() for line in cut_markers(figure)]
-    assert problems == []
+    assert figure_problems(figures) == []
 
 
 @pytest.mark.parametrize("path", REAL_RUNS, ids=[path.name for path in REAL_RUNS])
@@ -410,17 +426,16 @@ def test_every_committed_run_alone_draws_clean_figures(path: Path) -> None:
     apart and inside the canvas, no marker cut by a panel's edge."""
     figures = figures_of([path])
     assert set(figures) >= CPU_FIGURES
-    problems = [f"{stem}: {line}" for stem, figure in figures.items() for line in text_problems(figure)]
-    problems += [f"{stem}: {line}" for stem, figure in figures.items() for line in cut_markers(figure)]
-    assert problems == []
+    assert figure_problems(figures) == []
+    if path == REAL_RUN:
+        _REAL_RUN_ALONE["time_vs_size"] = figures["time_vs_size"]
 
 
 # --- the checker can fail -----------------------------------------------------------------------------------
 
 
 def test_the_check_catches_a_planted_overlap_and_a_text_off_the_canvas() -> None:
-    figures = figures_of([REAL_RUN])
-    figure = figures["time_vs_size"]
+    figure = _REAL_RUN_ALONE.pop("time_vs_size", None) or figures_of([REAL_RUN])["time_vs_size"]
     assert text_problems(figure) == []
     ax = figure.axes[0]
     tick = next(label for label in ax.get_yticklabels() if label.get_text())

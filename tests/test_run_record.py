@@ -180,9 +180,15 @@ def test_a_second_run_has_the_same_machine_info_and_compare_stays_quiet(
 ) -> None:
     """Two autosaved runs on one machine, the second compared with the first by pytest-benchmark: no
     machine_info warning, identical machine_info. The second run is made on a busy machine (one spinning
-    process per usable CPU, started and stopped here): its record and its summary say so."""
+    process per usable CPU, started and stopped here): its record and its summary say so.
+
+    The spinners run at the lowest priority (nice 19): they take every CPU the run and the machine's other
+    work leave idle, so the run still sees other processes' CPU time (the record counts nice time as busy),
+    but they neither slow the run down nor take the CPUs of the tests beside it (pytest-xdist's other
+    workers), which at normal priority they did for the whole run."""
     cwd, _ = first_run
-    spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in os.sched_getaffinity(0)]
+    spin = "import os; os.nice(19)\nwhile True: pass"
+    spinners = [subprocess.Popen([sys.executable, "-c", spin]) for _ in os.sched_getaffinity(0)]
     try:
         time.sleep(0.5)  # let them take their CPUs before the run's first snapshot
         done = run_pytest(

@@ -19,17 +19,18 @@ why). A figure whose cases are absent is not drawn.
 
 from __future__ import annotations
 
+import contextlib
 import gc
-from collections.abc import Callable, Sequence
+import importlib
+import os
+from collections.abc import Sequence
 from concurrent.futures.process import BrokenProcessPool
 from multiprocessing.process import BaseProcess
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pandas as pd
-from matplotlib.figure import Figure
 
-from analysis.figures import cpu, decode, gpu, ladder, machines
-from analysis.figures.style import save
 from analysis.fits import Fits
 from analysis.load import (
     await_workers,
@@ -39,9 +40,13 @@ from analysis.load import (
     usable_cpus,
     worker_processes,
 )
+from analysis.memo import Memo
 from analysis.output import DEFAULT_FIGURE_FORMATS as FORMATS
 from analysis.output import Published, publish
 from analysis.signals import WorkerLost, ended_text
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 #: The folder of ``OUT`` the figures are written into, by ``report`` and ``plot`` alike.
 FIGURES_DIR = "figures"
@@ -49,31 +54,40 @@ FIGURES_DIR = "figures"
 #: ``plot`` draw the same files into the same place, so either may replace what the other wrote.
 FIGURES_OWNER = "figures"
 
-#: A figure to draw: the function that builds it (None when its cases are absent) and its arguments.
-Job = tuple[Callable[..., Figure | None], tuple[object, ...]]
+#: A figure to draw: the function that builds it (None when its cases are absent), as "module.function" of
+#: this package (imported when the figure is drawn: a report whose figures are all kept, ``analysis.memo``,
+#: never imports matplotlib), and its arguments.
+Job = tuple[str, tuple[object, ...]]
 
 
 def figure_jobs(frame: pd.DataFrame, fits: Fits, table: pd.DataFrame) -> dict[str, Job]:
     """Every figure ``build_figures`` may draw, by file stem, in reading order, as a function and its
-    arguments (module-level functions and tables: a worker process can be sent them)."""
+    arguments (names and tables: a worker process can be sent them)."""
     return {
-        "time_vs_size": (cpu.time_vs_size, (frame, fits.host)),
-        "many_vs_one": (cpu.many_vs_one, (fits.many_vs_one,)),
-        "op_costs": (cpu.op_costs, (frame, fits.host)),
-        "launch_vs_graph": (gpu.launch_vs_graph, (frame, fits.launch)),
-        "launch_ladder": (gpu.launch_ladder, (frame, fits.launch)),
-        "knee": (gpu.knee, (fits.spin, fits.launch)),
-        "decode_step": (gpu.decode_demo, (fits.decode_demo,)),
-        "decode_bands": (decode.decode_bands, (fits.decode_steps,)),
-        "machines": (machines.machines, (table,)),
-        "ladder": (ladder.ladder, (frame, fits.calls)),
+        "time_vs_size": ("cpu.time_vs_size", (frame, fits.host)),
+        "many_vs_one": ("cpu.many_vs_one", (fits.many_vs_one,)),
+        "op_costs": ("cpu.op_costs", (frame, fits.host)),
+        "launch_vs_graph": ("gpu.launch_vs_graph", (frame, fits.launch)),
+        "launch_ladder": ("gpu.launch_ladder", (frame, fits.launch)),
+        "knee": ("gpu.knee", (fits.spin, fits.launch)),
+        "decode_step": ("gpu.decode_demo", (fits.decode_demo,)),
+        "decode_bands": ("decode.decode_bands", (fits.decode_steps,)),
+        "machines": ("machines.machines", (table,)),
+        "ladder": ("ladder.ladder", (frame, fits.calls)),
     }
+
+
+def _built(job: Job) -> Figure | None:
+    """The figure ``job`` builds (None when its cases are absent)."""
+    name, args = job
+    module, function = name.rsplit(".", 1)
+    return getattr(importlib.import_module(f"{__name__}.{module}"), function)(*args)
 
 
 def build_figures(frame: pd.DataFrame, fits: Fits, table: pd.DataFrame) -> dict[str, Figure]:
     """Every figure the data allow, by file stem, in reading order; ``fits`` is ``fit_all(frame)`` and
     ``table`` ``analysis.compare.figure_table`` of the same frame."""
-    built = {stem: function(*args) for stem, (function, args) in figure_jobs(frame, fits, table).items()}
+    built = {stem: _built(job) for stem, job in figure_jobs(frame, fits, table).items()}
     return {stem: figure for stem, figure in built.items() if figure is not None}
 
 
@@ -84,19 +98,69 @@ def write_figures(
     out_dir: Path,
     formats: Sequence[str] = FORMATS,
     workers: int | None = None,
+    memo: Memo | None = None,
 ) -> list[Path]:
     """Draw ``build_figures`` into ``out_dir/FIGURES_DIR``, each in every one of ``formats``; return the
     paths written, in reading order.
 
     The figures are drawn side by side in ``workers`` processes (default: one per CPU this process may
     run on, ``drawing_workers``); each figure depends on its own data alone, so the files are those drawn
-    one after another here (``workers=1``), byte for byte."""
+    one after another here (``workers=1``), byte for byte. With ``memo``, a figure drawn before from the
+    same data (``analysis.memo``: its arguments' rows, the formats, the code) is written from the bytes
+    kept, and only the others are drawn."""
     jobs = figure_jobs(frame, fits, table)
     folder = out_dir / FIGURES_DIR
-    count = drawing_workers(len(jobs)) if workers is None else min(workers, len(jobs))
+    keys: dict[str, str] = {}
+    written: dict[str, list[Path]] = {}
+    if memo is not None:
+        for stem, (_, args) in jobs.items():
+            keys[stem] = memo.key(f"figure-{stem}", args, tuple(formats), _matplotlib_settings())
+            found, files = memo.get(keys[stem])
+            if found:
+                written[stem] = _written(folder, files)
+    todo = {stem: job for stem, job in jobs.items() if stem not in written}
+    for module in sorted({name.rsplit(".", 1)[0] for name, _ in todo.values()}):
+        importlib.import_module(f"{__name__}.{module}")  # once here, not in each forked worker
+    count = drawing_workers(len(todo)) if workers is None else min(workers, len(todo))
     if count < 2:
-        return [path for stem, job in jobs.items() for path in _draw(stem, job, folder, formats)]
-    return _draw_in_workers(jobs, folder, formats, count)
+        drawn = {stem: _draw(stem, job, folder, formats) for stem, job in todo.items()}
+    else:
+        drawn = _draw_in_workers(todo, folder, formats, count)
+    for stem, paths in drawn.items():
+        if memo is not None:
+            memo.put(keys[stem], [(path.name, path.read_bytes()) for path in paths])
+    written.update(drawn)
+    return [path for stem in jobs for path in written[stem]]
+
+
+def _matplotlib_settings() -> tuple[object, ...]:
+    """What may change how matplotlib draws besides a figure's data and code, for a kept figure's key: the
+    variables that move its settings and the size and time of each settings file it may read
+    (``$MATPLOTLIBRC``, ``./matplotlibrc``, the one in its configuration folder), found without importing
+    it."""
+    names = ("MATPLOTLIBRC", "MPLCONFIGDIR", "XDG_CONFIG_HOME")
+    config = os.environ.get("MPLCONFIGDIR") or os.path.join(  # noqa: PTH118
+        os.environ.get("XDG_CONFIG_HOME") or os.path.expanduser("~/.config"),  # noqa: PTH111
+        "matplotlib",
+    )
+    candidates = [os.environ.get("MATPLOTLIBRC", ""), "matplotlibrc", os.path.join(config, "matplotlibrc")]  # noqa: PTH118
+    stamps = []
+    for candidate in filter(None, candidates):
+        with contextlib.suppress(OSError):
+            info = os.stat(candidate)  # noqa: PTH116
+            stamps.append((os.path.abspath(candidate), info.st_size, info.st_mtime_ns))  # noqa: PTH100
+    return (*(os.environ.get(name) for name in names), tuple(stamps))
+
+
+def _written(folder: Path, files: list[tuple[str, bytes]]) -> list[Path]:
+    """The figure files ``files`` (name, bytes) written into ``folder``; their paths."""
+    paths = []
+    for name, data in files:
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / name
+        path.write_bytes(data)
+        paths.append(path)
+    return paths
 
 
 def drawing_workers(figures: int) -> int:
@@ -107,9 +171,12 @@ def drawing_workers(figures: int) -> int:
 
 def _draw(stem: str, job: Job, folder: Path, formats: Sequence[str]) -> list[Path]:
     """Build one figure and write it in each of ``formats``; no file when its cases are absent."""
-    function, args = job
-    figure = function(*args)
-    return save(figure, folder, stem, formats) if figure is not None else []
+    figure = _built(job)
+    if figure is None:
+        return []
+    from analysis.figures.style import save
+
+    return save(figure, folder, stem, formats)
 
 
 #: The jobs of the ``write_figures`` call under way, read by forked workers (inherited, never sent).
@@ -121,7 +188,9 @@ def _draw_inherited(stem: str, folder: Path, formats: Sequence[str]) -> list[Pat
     return _draw(stem, _INHERITED[stem], folder, formats)
 
 
-def _draw_in_workers(jobs: dict[str, Job], folder: Path, formats: Sequence[str], count: int) -> list[Path]:
+def _draw_in_workers(
+    jobs: dict[str, Job], folder: Path, formats: Sequence[str], count: int
+) -> dict[str, list[Path]]:
     """``_draw`` of every job in a pool of ``count`` processes started as ``analysis.load``'s loading
     workers are (``pool_context``: forked, or from a fork server once JAX or PyTorch is loaded, whose
     threads a fork may deadlock); the workers end with the command (``start_workers``).
@@ -143,7 +212,7 @@ def _draw_in_workers(jobs: dict[str, Job], folder: Path, formats: Sequence[str],
         pool, futures = start_workers(count, context, calls)
         started = worker_processes(pool)  # kept: a broken pool forgets its processes
         await_workers(pool, futures)
-        return [path for future in futures for path in future.result()]
+        return {stem: future.result() for stem, future in zip(jobs, futures, strict=True)}
     except (BrokenProcessPool, WorkerLost) as exc:  # a worker killed: ``await_workers`` or the pool noticed
         raise WorkerLost(_lost_line(started)) from exc
     finally:
@@ -169,6 +238,9 @@ def write_case_figures(
     """Draw another suite's cases against the baseline group (``machines.cases`` of
     ``analysis.compare.case_ratios``) into ``out_dir/FIGURES_DIR`` as ``cases``; return the paths written
     (none when no case has a ratio)."""
+    from analysis.figures import machines
+    from analysis.figures.style import save
+
     figure = machines.cases(ratios, baseline, ("median", "min"))
     return save(figure, out_dir / FIGURES_DIR, "cases", formats) if figure is not None else []
 

@@ -1,0 +1,233 @@
+"""What is computed from saved runs — each machine's fits, the frame's fits and comparison table, each
+figure's files — kept on disk under the digest of the rows it was computed from, so that a second
+``report``, ``compare`` or ``plot`` of the same runs computes none of it again.
+
+The parsed-run cache (``analysis.cache``) makes loading a fleet cheap the second time; what follows the
+loading then costs the most: the bootstrap intervals of every machine's fits (50 machines of 2,000 runs:
+40 CPU-s), the comparison table, matplotlib drawing every figure. Each of them depends only on the rows it
+reads, on the analysis code and on the libraries that compute it, and each is deterministic (the fits'
+generators are seeded per machine), so a result is kept under
+
+- a digest of its input rows: every row hashed once (pandas' ``hash_pandas_object`` column by column, raw
+  samples by their bytes), the rows it reads taken in order, with the columns' names and types; a fit of
+  one machine is keyed by that machine's rows alone, so a new run refits its own machine only;
+- in a folder named for the source of ``analysis`` and ``model`` and the versions of numpy, pandas, SciPy
+  and matplotlib: any edit or upgrade starts anew.
+
+Keyed by content, not by the files' ``stat`` as the parsed-run cache is: a result can never be served for
+other rows, whatever happened to the files in between. The results live beside the parsed runs (``--cache
+DIR``, ``$LAUNCHBENCH_CACHE``, ...; ``--no-cache`` bypasses both) and, as there, are unpickled only from a
+folder this user owns and no one else may write. Past ``LIMIT_BYTES`` the least recently used go first;
+the folders of other code versions go once unused for ``STALE_S``. A result that cannot be read or written
+costs a computation, never a wrong result or a failed command.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import hashlib
+import importlib
+import os
+import pickle
+import sys
+import time
+import uuid
+from collections.abc import Callable
+from importlib import metadata
+from pathlib import Path
+from typing import TypeVar
+
+import numpy as np
+import pandas as pd
+
+from analysis.cache import _UNREADABLE, _trusted
+
+#: Bumped when what a kept result means changes in a way the code's source does not show.
+MEMO_VERSION = 1
+#: The packages whose source decides every result.
+_PACKAGES = ("analysis", "model")
+#: The libraries whose versions decide the results (a fit's numbers, a figure's pixels).
+_LIBRARIES = ("numpy", "pandas", "scipy", "matplotlib")
+#: At most this many bytes of results are kept per code version (a 10-figure report of a fleet: 1-2 MB).
+LIMIT_BYTES = 256 * 2**20
+#: The results of another code version unused for this long are removed.
+STALE_S = 7 * 86400.0
+
+T = TypeVar("T")
+
+
+class Memo:
+    """The results kept under ``folder`` for this code version: ``cached`` computes a result only when it
+    is not kept; ``key`` makes a result's key from its inputs."""
+
+    def __init__(self, folder: Path) -> None:
+        self.root = folder
+        self.folder = folder / f"results-v{MEMO_VERSION}-{CODE_VERSION}"
+        self._rows: dict[int, tuple[pd.DataFrame, np.ndarray, bytes]] = {}  # by id: the frame held alive
+        self._pruned = False
+
+    def key(self, kind: str, *inputs: object) -> str:
+        """The key of a result of ``kind`` computed from ``inputs`` (frames, tables, texts, numbers)."""
+        digest = hashlib.sha256(kind.encode())
+        for value in inputs:
+            self._feed(digest, value)
+        return f"{kind}-{digest.hexdigest()[:40]}"
+
+    def rows_key(self, kind: str, frame: pd.DataFrame, positions: np.ndarray) -> str:
+        """The key of a result of ``kind`` computed from the rows of ``frame`` at ``positions``, in order."""
+        hashes, header = self._row_hashes(frame)
+        digest = hashlib.sha256(kind.encode())
+        digest.update(header)
+        digest.update(np.ascontiguousarray(hashes[positions]).tobytes())
+        return f"{kind}-{digest.hexdigest()[:40]}"
+
+    def cached(self, key: str, compute: Callable[[], T]) -> T:
+        """The result kept under ``key``, else ``compute()``, kept."""
+        found, value = self.get(key)
+        if found:
+            return value
+        value = compute()
+        self.put(key, value)
+        return value
+
+    def get(self, key: str) -> tuple[bool, object]:
+        """(True, the result kept under ``key``) or (False, None) when none is kept or it cannot be read."""
+        path = self.folder / f"{key}.pickle"
+        if not _trusted(self.folder):
+            return False, None
+        try:
+            with path.open("rb") as file:
+                value = pickle.load(file)
+            os.utime(path)  # recently used: kept longest when the folder is trimmed
+        except FileNotFoundError:
+            return False, None
+        except (*_UNREADABLE, AttributeError, ImportError):
+            with contextlib.suppress(OSError):
+                path.unlink()
+            return False, None
+        return True, value
+
+    def put(self, key: str, value: object) -> None:
+        """Keep ``value`` under ``key``: written under a temporary name and renamed, so that a command
+        running at the same time never reads half a result."""
+        path = self.folder / f"{key}.pickle"
+        temporary = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+            with temporary.open("wb") as file:
+                pickle.dump(value, file, protocol=5)
+            temporary.replace(path)
+        except (OSError, pickle.PicklingError, TypeError, AttributeError):
+            pass
+        finally:
+            with contextlib.suppress(OSError):
+                temporary.unlink()
+        if not self._pruned:
+            self._pruned = True
+            self._prune()
+
+    def _prune(self) -> None:
+        """Trim this version's results to ``LIMIT_BYTES`` (least recently used first) and remove other
+        versions' folders unused for ``STALE_S``: once per command, when it keeps something new."""
+        with contextlib.suppress(OSError):
+            kept = sorted(((path.stat(), path) for path in self.folder.iterdir()), reverse=True, key=_used)
+            total = 0
+            for info, path in kept:
+                total += info.st_size
+                if total > LIMIT_BYTES:
+                    path.unlink(missing_ok=True)
+        now = time.time()
+        with contextlib.suppress(OSError):
+            for other in self.root.glob("results-*"):
+                if other != self.folder and now - other.stat().st_mtime > STALE_S and _trusted(other):
+                    for path in other.iterdir():
+                        path.unlink(missing_ok=True)
+                    other.rmdir()
+
+    def _feed(self, digest: hashlib._Hash, value: object) -> None:
+        """Add ``value`` to ``digest``: a frame by its rows' hashes and columns, a dataclass field by field,
+        a tuple or list item by item, anything else by its type and ``repr``."""
+        if isinstance(value, pd.DataFrame):
+            hashes, header = self._row_hashes(value)
+            digest.update(b"frame")
+            digest.update(header)
+            digest.update(hashes.tobytes())
+        elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+            digest.update(type(value).__qualname__.encode())
+            for field in dataclasses.fields(value):
+                digest.update(field.name.encode())
+                self._feed(digest, getattr(value, field.name))
+        elif isinstance(value, tuple | list):
+            digest.update(f"{type(value).__name__}{len(value)}".encode())
+            for item in value:
+                self._feed(digest, item)
+        else:
+            digest.update(f"{type(value).__qualname__}:{value!r}".encode())
+
+    def _row_hashes(self, frame: pd.DataFrame) -> tuple[np.ndarray, bytes]:
+        """A 64-bit hash of every row of ``frame`` (every column) and its columns' names and types: computed
+        once per frame and command."""
+        held = self._rows.get(id(frame))
+        if held is not None and held[0] is frame:
+            return held[1], held[2]
+        hashes = np.zeros(len(frame), dtype=np.uint64)
+        for name in frame.columns:
+            hashes = hashes * np.uint64(1_000_003) ^ column_hashes(frame[name])
+        header = repr([(str(name), str(dtype)) for name, dtype in frame.dtypes.items()]).encode()
+        self._rows[id(frame)] = (frame, hashes, header)
+        return hashes, header
+
+
+def _used(item: tuple[os.stat_result, Path]) -> float:
+    return item[0].st_mtime
+
+
+def column_hashes(column: pd.Series) -> np.ndarray:
+    """A 64-bit hash of each value of ``column``: pandas' own for numbers, text and times (a category by its
+    text, not its code); raw samples (arrays) by their type, shape and bytes; any other object pickled."""
+    try:
+        return pd.util.hash_pandas_object(column, index=False).to_numpy(dtype=np.uint64)
+    except TypeError:  # values pandas cannot hash: arrays of raw samples, dictionaries
+        return np.fromiter((_value_hash(value) for value in column), dtype=np.uint64, count=len(column))
+
+
+def _value_hash(value: object) -> int:
+    if value is None:
+        return 0
+    if isinstance(value, np.ndarray):
+        digest = hashlib.blake2b(f"{value.dtype}{value.shape}".encode(), digest_size=8)
+        digest.update(np.ascontiguousarray(value).tobytes())
+    else:
+        digest = hashlib.blake2b(pickle.dumps(value, protocol=5), digest_size=8)
+    return int.from_bytes(digest.digest(), "little")
+
+
+def code_version() -> str:
+    """A digest of the source of ``analysis`` and ``model`` (every ``.py`` file, by path) and of the
+    versions of Python and of the libraries results depend on."""
+    digest = hashlib.sha256(f"v{MEMO_VERSION} {sys.version_info[:2]}".encode())
+    for package in _PACKAGES:
+        root = Path(importlib.import_module(package).__file__ or "").parent
+        try:
+            for path in sorted(root.rglob("*.py")):
+                digest.update(str(path.relative_to(root.parent)).encode())
+                digest.update(path.read_bytes())
+        except OSError:  # source unreadable: a version of its own, never reused
+            digest.update(f"unknown {time.time_ns()} {uuid.uuid4()}".encode())
+    for library in _LIBRARIES:
+        try:
+            digest.update(f"{library}={metadata.version(library)}".encode())
+        except metadata.PackageNotFoundError:
+            digest.update(f"{library}=none".encode())
+    return digest.hexdigest()[:24]
+
+
+#: This process's code version, taken when the analysis is imported (a command's start), not when its first
+#: result is kept minutes later: code edited while a command loads runs must not be kept as the edit's.
+CODE_VERSION = code_version()
+
+
+def open_memo(folder: Path | None) -> Memo | None:
+    """The results kept under ``folder`` (the parsed-run cache's); None without one (``--no-cache``)."""
+    return Memo(Path(folder)) if folder is not None else None
