@@ -28,6 +28,8 @@ import contextlib
 import dataclasses
 import hashlib
 import importlib
+import itertools
+import operator
 import os
 import pickle
 import sys
@@ -129,18 +131,20 @@ class Memo:
 
     def _prune(self) -> None:
         """Trim this version's results to ``LIMIT_BYTES`` (least recently used first) and remove other
-        versions' folders unused for ``STALE_S``: once per command, when it keeps something new."""
+        versions' folders unused for ``STALE_S``: once per command, when it keeps something new. Files are
+        removed only from a folder this user owns and no one else may write in that is no symbolic link: a
+        link put in the cache folder by someone else would lead the removals into another folder."""
         with contextlib.suppress(OSError):
             kept = sorted(((path.stat(), path) for path in self.folder.iterdir()), reverse=True, key=_used)
             total = 0
             for info, path in kept:
                 total += info.st_size
-                if total > LIMIT_BYTES:
+                if total > LIMIT_BYTES and _removable(self.folder):
                     path.unlink(missing_ok=True)
         now = time.time()
         with contextlib.suppress(OSError):
             for other in self.root.glob("results-*"):
-                if other != self.folder and now - other.stat().st_mtime > STALE_S and _trusted(other):
+                if other != self.folder and now - other.stat().st_mtime > STALE_S and _removable(other):
                     for path in other.iterdir():
                         path.unlink(missing_ok=True)
                     other.rmdir()
@@ -166,8 +170,8 @@ class Memo:
             digest.update(f"{type(value).__qualname__}:{value!r}".encode())
 
     def _row_hashes(self, frame: pd.DataFrame) -> tuple[np.ndarray, bytes]:
-        """A 64-bit hash of every row of ``frame`` (every column) and its columns' names and types: computed
-        once per frame and command."""
+        """A 64-bit hash of every row of ``frame`` (every column, ``column_hashes``) and its columns' names
+        and types: computed once per frame and command."""
         held = self._rows.get(id(frame))
         if held is not None and held[0] is frame:
             return held[1], held[2]
@@ -179,28 +183,69 @@ class Memo:
         return hashes, header
 
 
+def _removable(folder: Path) -> bool:
+    """Whether ``_prune`` may remove files in ``folder``: trusted (``analysis.cache._trusted``), and itself
+    a folder, not a symbolic link to one (which ``_trusted`` follows)."""
+    return not folder.is_symlink() and _trusted(folder)
+
+
 def _used(item: tuple[os.stat_result, Path]) -> float:
     return item[0].st_mtime
 
 
 def column_hashes(column: pd.Series) -> np.ndarray:
-    """A 64-bit hash of each value of ``column``: pandas' own for numbers, text and times (a category by its
-    text, not its code); raw samples (arrays) by their type, shape and bytes; any other object pickled."""
-    try:
+    """A 64-bit hash of each value of ``column``, equal only for values equal and of one type.
+
+    Numbers and times by their bits (pandas' own hash makes -0.0 and 0.0 one value); texts and categories by
+    pandas' hash (a category by its text, not its code; one missing value); any other object column value by
+    value (``_value_hash``): pandas hashes a mixed column's values as text (1 and "1" alike) and values that
+    compare equal alike (1, 1.0 and True; None and NaN). A fleet's object columns repeat a few objects (or
+    hold None alone), so each distinct object is hashed once."""
+    times = getattr(column.array, "asi8", None)  # datetimes (with or without a zone) as int64 ticks
+    if isinstance(column.dtype, pd.CategoricalDtype | pd.StringDtype):
         return pd.util.hash_pandas_object(column, index=False).to_numpy(dtype=np.uint64)
-    except TypeError:  # values pandas cannot hash: arrays of raw samples, dictionaries
-        return np.fromiter((_value_hash(value) for value in column), dtype=np.uint64, count=len(column))
+    values = times if times is not None else column.to_numpy()
+    if values.dtype.kind in "biuf" and values.dtype.itemsize in (1, 2, 4, 8):
+        return pd.util.hash_array(
+            np.ascontiguousarray(values).view(f"u{values.dtype.itemsize}").astype(np.uint64)
+        )
+    items = values.tolist()
+    if not any(map(operator.is_not, items, itertools.repeat(None))):  # C speed: 4·10⁶ rows of None are common
+        return np.zeros(len(items), dtype=np.uint64)
+    hashed: dict[int, int] = {}  # by id: every object is alive in ``items`` meanwhile
+
+    def one(value: object) -> int:
+        key = id(value)
+        if key not in hashed:
+            hashed[key] = _value_hash(value)
+        return hashed[key]
+
+    return np.fromiter(map(one, items), dtype=np.uint64, count=len(items))
 
 
 def _value_hash(value: object) -> int:
+    """One value's 64-bit hash: raw samples (arrays) by their type, shape and bytes; texts, numbers, None and
+    tuples of them by their type and ``repr`` (1, 1.0, True, "1", None and nan each apart; not pickled, whose
+    bytes depend on which equal objects are one object); anything else pickled."""
     if value is None:
         return 0
     if isinstance(value, np.ndarray):
         digest = hashlib.blake2b(f"{value.dtype}{value.shape}".encode(), digest_size=8)
         digest.update(np.ascontiguousarray(value).tobytes())
+    elif _plain(value):
+        digest = hashlib.blake2b(
+            f"{type(value).__qualname__}:{value!r}".encode("utf-8", "surrogatepass"), digest_size=8
+        )
     else:
         digest = hashlib.blake2b(pickle.dumps(value, protocol=5), digest_size=8)
     return int.from_bytes(digest.digest(), "little")
+
+
+def _plain(value: object) -> bool:
+    """Whether ``repr`` spells ``value`` whole: a text, a number, None, or a tuple of them."""
+    if type(value) is tuple:
+        return all(map(_plain, value))
+    return value is None or type(value) in (str, int, float, bool)
 
 
 def code_version() -> str:

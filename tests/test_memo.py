@@ -176,6 +176,32 @@ def test_dictionaries_and_arrays_hash_by_value() -> None:
     assert (column_hashes(column) != column_hashes(other)).tolist() == [True, False, False]
 
 
+@pytest.mark.parametrize(
+    ("one", "other"),
+    [
+        ([1, "a"], ["1", "a"]),  # pandas hashes a mixed column as text
+        ([1, 1], [1, True]),  # and values that compare equal alike
+        ([(1,), (1,)], [(1,), (True,)]),
+        ([None, "a"], [float("nan"), "a"]),
+        ([0.0, 1.5], [-0.0, 1.5]),  # floats: by their bits
+        (np.array([0.0, 1.5]), np.array([-0.0, 1.5])),
+        (pd.to_datetime(["2026-12-03T10:00:00Z"]), pd.to_datetime(["2026-12-03T10:00:00.000001Z"])),
+    ],
+)
+def test_values_pandas_hashes_alike_make_different_keys(one: object, other: object) -> None:
+    store = Memo(Path("/nonexistent"))
+
+    def frame(values: object) -> pd.DataFrame:  # a list as an object column (pandas 3 would infer text)
+        return pd.DataFrame({"x": pd.Series(values, dtype=object) if isinstance(values, list) else values})
+
+    first, second = frame(one), frame(other)
+    assert store.key("k", first) != store.key("k", second)
+    assert store.rows_key("k", first, np.arange(len(first))) != store.rows_key(
+        "k", second, np.arange(2)[: len(second)]
+    )
+    assert store.key("k", first) == Memo(Path("/nonexistent")).key("k", first.copy())
+
+
 def test_a_damaged_or_untrusted_result_is_computed_anew(fleet: Path, tmp_path: Path) -> None:
     frame = _frame([fleet])
     store = Memo(tmp_path / "cache")
@@ -218,6 +244,29 @@ def test_results_of_another_code_version_go_once_stale(tmp_path: Path) -> None:
     Memo(tmp_path).put("k", 1)
     assert not stale.exists()
     assert recent.exists()
+
+
+def test_no_file_is_removed_through_a_symbolic_link_in_the_cache_folder(tmp_path: Path) -> None:
+    """A link someone else put in a cache folder they may write in (named as another version's results, or
+    as this version's) never leads the trim into the folder it points to: its files stay."""
+    import os
+
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir(mode=0o700)
+    for index in range(3):
+        (elsewhere / f"file{index}").write_bytes(b"x" * 1000)
+    old = elsewhere.stat().st_mtime - memo.STALE_S - 60
+    os.utime(elsewhere, (old, old))
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    (cache / "results-v1-0000").symlink_to(elsewhere)
+    Memo(cache).put("k", 1)
+    other = tmp_path / "other"
+    other.mkdir()
+    Memo(other).folder.symlink_to(elsewhere)
+    with mock.patch.object(memo, "LIMIT_BYTES", 1500):
+        Memo(other).put("k", 1)
+    assert {f"file{index}" for index in range(3)} <= {path.name for path in elsewhere.iterdir()}
 
 
 def test_compare_with_the_memo_prints_what_it_prints_without(
@@ -282,3 +331,18 @@ def test_a_matplotlib_settings_file_is_part_of_a_kept_figures_key(
     (tmp_path / "config").mkdir()
     (tmp_path / "config" / "matplotlibrc").write_text("lines.linewidth: 4\n", encoding="utf-8")
     assert figures._matplotlib_settings() not in (before, with_local)
+
+
+def test_the_settings_file_in_a_matplotlibrc_folder_is_part_of_a_kept_figures_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``$MATPLOTLIBRC`` may name a folder, whose ``matplotlibrc`` matplotlib reads: editing that file leaves
+    the folder's size and time as they were, so the file's own are in the key."""
+    monkeypatch.chdir(tmp_path)
+    folder = tmp_path / "rc"
+    folder.mkdir()
+    (folder / "matplotlibrc").write_text("font.size: 30\n", encoding="utf-8")
+    monkeypatch.setenv("MATPLOTLIBRC", str(folder))
+    before = figures._matplotlib_settings()
+    (folder / "matplotlibrc").write_text("font.size: 300\n", encoding="utf-8")  # edited in place
+    assert figures._matplotlib_settings() != before

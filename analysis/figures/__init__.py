@@ -136,14 +136,20 @@ def write_figures(
 def _matplotlib_settings() -> tuple[object, ...]:
     """What may change how matplotlib draws besides a figure's data and code, for a kept figure's key: the
     variables that move its settings and the size and time of each settings file it may read
-    (``$MATPLOTLIBRC``, ``./matplotlibrc``, the one in its configuration folder), found without importing
-    it."""
+    (``$MATPLOTLIBRC``, or the ``matplotlibrc`` in it when it names a folder, ``./matplotlibrc``, the one in
+    its configuration folder), found without importing it."""
     names = ("MATPLOTLIBRC", "MPLCONFIGDIR", "XDG_CONFIG_HOME")
     config = os.environ.get("MPLCONFIGDIR") or os.path.join(  # noqa: PTH118
         os.environ.get("XDG_CONFIG_HOME") or os.path.expanduser("~/.config"),  # noqa: PTH111
         "matplotlib",
     )
-    candidates = [os.environ.get("MATPLOTLIBRC", ""), "matplotlibrc", os.path.join(config, "matplotlibrc")]  # noqa: PTH118
+    chosen = os.environ.get("MATPLOTLIBRC", "")
+    candidates = [
+        chosen,
+        chosen and os.path.join(chosen, "matplotlibrc"),  # noqa: PTH118 (editing it leaves the folder's time)
+        "matplotlibrc",
+        os.path.join(config, "matplotlibrc"),  # noqa: PTH118
+    ]
     stamps = []
     for candidate in filter(None, candidates):
         with contextlib.suppress(OSError):
