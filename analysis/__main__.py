@@ -426,14 +426,10 @@ def _report(args: argparse.Namespace) -> int:
 
     with _out_folder(args) as out:
         check_replaceable(out, OWNER, [REPORT_NAME], args.force)
+        memo = _memo(args)  # before the runs load: the code version is taken at the command's start
         selection = _load(args)
         written = write_report(
-            selection,
-            out_dir=out,
-            baseline=args.baseline,
-            force=args.force,
-            formats=args.formats,
-            memo=_memo(args),
+            selection, out_dir=out, baseline=args.baseline, force=args.force, formats=args.formats, memo=memo
         )
     for line in written.kept:
         _say(f"{_PROG}: warning: {line}", sys.stderr)
@@ -463,6 +459,7 @@ def _compare(args: argparse.Namespace) -> int:
     samples = _samples(args, points=args.points)
     # Imported while the files load: the tables, and the significance test where raw samples are read.
     meanwhile = _importer("analysis.render", *(["scipy.stats"] if samples is not False else []))
+    memo = _memo(args)  # before the runs load: the code version is taken at the command's start
     loaded = load_runs(
         args.paths,
         samples=samples,
@@ -489,7 +486,6 @@ def _compare(args: argparse.Namespace) -> int:
     if args.points:
         table = point_table(frame, groups.baseline.label)
         return _print_cases(args, head, table, groups, point_columns(frame), ("median",))
-    memo = _memo(args)
     fits = fit_all(frame, predictions=False, memo=memo)
     table = compared_table(frame, fits, groups.baseline.label, memo)
     return _print_figures(args, head, table, groups)
@@ -686,6 +682,7 @@ def _plot(args: argparse.Namespace) -> int:
     with _out_folder(args) as out:
         _refuse_a_report(out)
         fact = None if args.by in (BY_MACHINE, BY_RUN) else args.by
+        memo = _memo(args)  # before the runs load: the code version is taken at the command's start
         loaded = _loaded(args, "analysis.compare", "analysis.figures", facts=(fact,) if fact else ())
         from analysis.figures import publish_figures
 
@@ -693,7 +690,7 @@ def _plot(args: argparse.Namespace) -> int:
             if loaded.frame.empty:  # no launchbench case: any other suite's, case by case
                 staged = _case_figures(args, stage, fact)
             else:
-                staged = _launchbench_figures(args, loaded, stage, fact)
+                staged = _launchbench_figures(args, loaded, stage, fact, memo)
             published = publish_figures(stage, out, args.force)
             paths = [out / path.relative_to(stage) for path in staged]
     for line in published.kept:
@@ -716,10 +713,11 @@ def _refuse_a_report(out: Path) -> None:
 
 
 def _launchbench_figures(
-    args: argparse.Namespace, loaded: LoadResult, stage: Path, fact: str | None
+    args: argparse.Namespace, loaded: LoadResult, stage: Path, fact: str | None, memo: Memo | None
 ) -> list[Path]:
     """``plot``'s figures of launchbench runs, grouped as ``compare`` groups them (``--by``), written under
-    ``stage``; the lines about the runs and the groups on stderr."""
+    ``stage`` (``memo``: where results computed before are kept); the lines about the runs and the groups on
+    stderr."""
     from analysis.compare import compared_table, group_notes
     from analysis.figures import write_figures
     from analysis.fits import fit_all
@@ -733,7 +731,6 @@ def _launchbench_figures(
         _say(f"{_PROG}: {line}", sys.stderr)
     _say(f"{_PROG}: baseline (by {groups.by}): {groups.baseline.label}, {groups.rule}", sys.stderr)
     frame = groups.relabel(selection.result.frame)
-    memo = _memo(args)
     fits = fit_all(frame, memo=memo)
     table = compared_table(frame, fits, groups.baseline.label, memo)
     return write_figures(frame, fits, table, out_dir=stage, formats=args.formats, memo=memo)

@@ -40,7 +40,7 @@ import pickle
 import stat
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -329,21 +329,29 @@ def _trusted(folder: Path) -> bool:
     return stat.S_ISDIR(info.st_mode) and owner_ok and not info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
 
 
-def _write(pq: object, table: object, path: Path) -> None:
-    """``table`` as Parquet at ``path``, written under a temporary name and renamed: a reader never meets
-    half a file."""
+@contextlib.contextmanager
+def written_aside(path: Path) -> Iterator[Path]:
+    """A temporary name beside ``path`` to write the file under; renamed to ``path`` when the block ends
+    without an error, removed in any case: a reader (another command at the same time) never meets half a
+    file."""
     temporary = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
     try:
-        pq.write_table(table, temporary, compression="lz4")
+        yield temporary
         temporary.replace(path)
     finally:
         with contextlib.suppress(OSError):
             temporary.unlink()
 
 
+def _write(pq: object, table: object, path: Path) -> None:
+    """``table`` as Parquet at ``path`` (``written_aside``)."""
+    with written_aside(path) as temporary:
+        pq.write_table(table, temporary, compression="lz4")
+
+
 def _write_infos(infos: list[tuple[dict | None, list[str], tuple[str, ...]]], path: Path) -> None:
-    """The files' run infos, problem lines and row keys as one pickle at ``path`` (renamed into place as
-    ``_write``), each text and tuple of texts the files repeat (a machine's name, the field names, the row
+    """The files' run infos, problem lines and row keys as one pickle at ``path`` (``written_aside``), each
+    text and tuple of texts the files repeat (a machine's name, the field names, the row
     keys) stored once: pickle writes an object met again as a reference, so loading makes one object for
     all the files that share it. A fleet of 10⁵ files took a gigabyte as one pickle per file, each with
     its own copies."""
@@ -358,14 +366,8 @@ def _write_infos(infos: list[tuple[dict | None, list[str], tuple[str, ...]]], pa
         (None if run is None else {one(k): one(v) for k, v in run.items()}, problems, one(keys))
         for run, problems, keys in infos
     ]
-    temporary = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
-    try:
-        with temporary.open("wb") as file:
-            pickle.dump(kept, file, protocol=5)
-        temporary.replace(path)
-    finally:
-        with contextlib.suppress(OSError):
-            temporary.unlink()
+    with written_aside(path) as temporary, temporary.open("wb") as file:
+        pickle.dump(kept, file, protocol=5)
 
 
 def _is_text_or_missing(value: object) -> bool:

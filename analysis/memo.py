@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import hashlib
 import importlib
 import itertools
@@ -43,7 +44,7 @@ from typing import TypeVar
 import numpy as np
 import pandas as pd
 
-from analysis.cache import _UNREADABLE, _trusted
+from analysis.cache import _UNREADABLE, _trusted, written_aside
 
 #: Bumped when what a kept result means changes in a way the code's source does not show.
 MEMO_VERSION = 1
@@ -65,7 +66,7 @@ class Memo:
 
     def __init__(self, folder: Path) -> None:
         self.root = folder
-        self.folder = folder / f"results-v{MEMO_VERSION}-{CODE_VERSION}"
+        self.folder = folder / f"results-v{MEMO_VERSION}-{code_version()}"
         self._rows: dict[int, tuple[pd.DataFrame, np.ndarray, bytes]] = {}  # by id: the frame held alive
         self._pruned = False
 
@@ -111,20 +112,12 @@ class Memo:
         return True, value
 
     def put(self, key: str, value: object) -> None:
-        """Keep ``value`` under ``key``: written under a temporary name and renamed, so that a command
-        running at the same time never reads half a result."""
-        path = self.folder / f"{key}.pickle"
-        temporary = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
-        try:
+        """Keep ``value`` under ``key`` (``written_aside``: a command running at the same time never reads
+        half a result)."""
+        with contextlib.suppress(OSError, pickle.PicklingError, TypeError, AttributeError):
             self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-            with temporary.open("wb") as file:
+            with written_aside(self.folder / f"{key}.pickle") as temporary, temporary.open("wb") as file:
                 pickle.dump(value, file, protocol=5)
-            temporary.replace(path)
-        except (OSError, pickle.PicklingError, TypeError, AttributeError):
-            pass
-        finally:
-            with contextlib.suppress(OSError):
-                temporary.unlink()
         if not self._pruned:
             self._pruned = True
             self._prune()
@@ -248,9 +241,12 @@ def _plain(value: object) -> bool:
     return value is None or type(value) in (str, int, float, bool)
 
 
+@functools.cache
 def code_version() -> str:
     """A digest of the source of ``analysis`` and ``model`` (every ``.py`` file, by path) and of the
-    versions of Python and of the libraries results depend on."""
+    versions of Python and of the libraries results depend on: taken once per process, when the first
+    ``Memo`` is made (the command line makes it before it loads the runs: code edited while a command loads
+    must not be kept as the edit's), not at import (19 ms that every other importer would pay)."""
     digest = hashlib.sha256(f"v{MEMO_VERSION} {sys.version_info[:2]}".encode())
     for package in _PACKAGES:
         root = Path(importlib.import_module(package).__file__ or "").parent
@@ -266,11 +262,6 @@ def code_version() -> str:
         except metadata.PackageNotFoundError:
             digest.update(f"{library}=none".encode())
     return digest.hexdigest()[:24]
-
-
-#: This process's code version, taken when the analysis is imported (a command's start), not when its first
-#: result is kept minutes later: code edited while a command loads runs must not be kept as the edit's.
-CODE_VERSION = code_version()
 
 
 def open_memo(folder: Path | None) -> Memo | None:

@@ -12,6 +12,7 @@ once per session for both modules that step it (``test_decode_step.py``'s plans 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -38,11 +39,4 @@ def add_input() -> Callable[[int], np.ndarray]:
     at its first case and kept for the session's other cases of that size."""
     from benchmarks.test_numpy_calls import make_add_input
 
-    made: dict[int, np.ndarray] = {}
-
-    def get(n: int) -> np.ndarray:
-        if n not in made:
-            made[n] = make_add_input(n)
-        return made[n]
-
-    return get
+    return functools.cache(make_add_input)

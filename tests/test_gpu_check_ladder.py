@@ -4,7 +4,6 @@ its record, that its GPU cases ran, and the ladder's tables (cost per launch per
 from __future__ import annotations
 
 import copy
-import json
 import runpy
 from collections.abc import Callable
 from pathlib import Path
@@ -12,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks.run_record import RUN_RECORD_KEY
-from tests.test_gpu_run_script import CHECK, _case, synthetic_complete_gpu_run
+from tests.test_gpu_run_script import CHECK, _case, _write, synthetic_complete_gpu_run
 
 #: Cost per launch (s) of each layer's smallest call, as ``tests/test_frameworks_analysis.py`` sets them.
 LAYERS = {"torch": 5e-6, "triton": 3e-6, "jax": 9e-6}
@@ -45,17 +44,11 @@ def gpu_check() -> Callable[[list[str]], int]:
     return runpy.run_path(str(CHECK), run_name="gpu_check")["main"]
 
 
-def _write(folder: Path, name: str, run: dict) -> Path:
-    path = folder / name
-    path.write_text(json.dumps(run), encoding="utf-8")
-    return path
-
-
 def test_the_ladder_is_read_back_with_its_demo_2(
     tmp_path: Path, gpu_check: Callable[[list[str]], int], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    suite = _write(tmp_path, "gpu-run.json", synthetic_complete_gpu_run())
-    ladder = _write(tmp_path, "frameworks.json", _ladder_run())
+    suite = _write(tmp_path, synthetic_complete_gpu_run(), "gpu-run.json")
+    ladder = _write(tmp_path, _ladder_run(), "frameworks.json")
     code = gpu_check([str(suite), str(ladder)])
     out = capsys.readouterr().out
     assert code == 0, out
@@ -69,10 +62,10 @@ def test_the_ladder_is_read_back_with_its_demo_2(
 def test_a_ladder_whose_cases_all_skipped_fails_and_says_where_to_look(
     tmp_path: Path, gpu_check: Callable[[list[str]], int], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    suite = _write(tmp_path, "gpu-run.json", synthetic_complete_gpu_run())
+    suite = _write(tmp_path, synthetic_complete_gpu_run(), "gpu-run.json")
     empty = copy.deepcopy(_ladder_run())
     empty["benchmarks"] = []
-    ladder = _write(tmp_path, "frameworks.json", empty)
+    ladder = _write(tmp_path, empty, "frameworks.json")
     assert gpu_check([str(suite), str(ladder)]) == 1
     err = capsys.readouterr().err
     assert f"FAILED: {ladder}: no framework_launch case ran" in err
@@ -81,7 +74,7 @@ def test_a_ladder_whose_cases_all_skipped_fails_and_says_where_to_look(
 def test_an_unreadable_ladder_is_refused_in_one_line(
     tmp_path: Path, gpu_check: Callable[[list[str]], int], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    suite = _write(tmp_path, "gpu-run.json", synthetic_complete_gpu_run())
+    suite = _write(tmp_path, synthetic_complete_gpu_run(), "gpu-run.json")
     broken = tmp_path / "frameworks.json"
     broken.write_text('{"benchmarks": [', encoding="utf-8")
     assert gpu_check([str(suite), str(broken)]) == 2

@@ -113,8 +113,9 @@ def write_figures(
     keys: dict[str, str] = {}
     written: dict[str, list[Path]] = {}
     if memo is not None:
+        settings = _matplotlib_settings()
         for stem, (_, args) in jobs.items():
-            keys[stem] = memo.key(f"figure-{stem}", args, tuple(formats), _matplotlib_settings())
+            keys[stem] = memo.key(f"figure-{stem}", args, tuple(formats), settings)
             found, files = memo.get(keys[stem])
             if found:
                 written[stem] = _written(folder, files)
@@ -160,9 +161,10 @@ def _matplotlib_settings() -> tuple[object, ...]:
 
 def _written(folder: Path, files: list[tuple[str, bytes]]) -> list[Path]:
     """The figure files ``files`` (name, bytes) written into ``folder``; their paths."""
+    if files:  # a figure whose cases are absent has none, and leaves no folder
+        folder.mkdir(parents=True, exist_ok=True)
     paths = []
     for name, data in files:
-        folder.mkdir(parents=True, exist_ok=True)
         path = folder / name
         path.write_bytes(data)
         paths.append(path)
