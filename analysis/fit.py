@@ -11,6 +11,7 @@ samples too when the run saved them. All results are frozen dataclasses in SI un
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -50,15 +51,28 @@ class LinearFit:
     """Weighted least-squares fit of y ≈ X·coef.
 
     ``stderr`` is scaled by the residual variance (the weights give relative, not absolute, precision), and
-    ``ci`` uses Student's t with ``dof`` = points − coefficients degrees of freedom.
+    ``ci`` (at ``level``) uses Student's t with ``dof`` = points − coefficients degrees of freedom.
     """
 
     coef: tuple[float, ...]
     stderr: tuple[float, ...]
-    ci: tuple[Interval, ...]
     dof: int
     n_points: int
     weighted_rss: float
+    level: float
+
+    @functools.cached_property
+    def ci(self) -> tuple[Interval, ...]:
+        """Each coefficient's interval, coef ± t·stderr. Computed when first read: the fixed-overhead law's
+        intervals are bootstrapped, so most fits never read these, and Student's t (``scipy.special``)
+        costs 0.3–0.7 s to import, a twentieth of a quick benchmark session."""
+        import scipy.special  # the inverse of Student's t as ``scipy.stats.t.ppf`` computes it (the same
+        # function), without scipy.stats' 0.8 s import
+
+        q = float(scipy.special.stdtrit(self.dof, 0.5 + self.level / 2))
+        return tuple(
+            Interval(c - q * s, c + q * s, self.level) for c, s in zip(self.coef, self.stderr, strict=True)
+        )
 
 
 @dataclass(frozen=True)
@@ -145,19 +159,13 @@ def weighted_least_squares(
     dof = n_points - n_coef
     cov = np.linalg.inv(a_scaled.T @ a_scaled) / np.outer(scale, scale) * (rss / dof)
     stderr = np.sqrt(np.diag(cov))
-    import scipy.special  # deferred; the inverse of Student's t as ``scipy.stats.t.ppf`` computes it (the
-    # same function), without scipy.stats' 0.8 s import
-
-    q = float(scipy.special.stdtrit(dof, 0.5 + level / 2))
     return LinearFit(
         coef=tuple(float(c) for c in coef),
         stderr=tuple(float(s) for s in stderr),
-        ci=tuple(
-            Interval(float(c - q * s), float(c + q * s), level) for c, s in zip(coef, stderr, strict=True)
-        ),
         dof=dof,
         n_points=n_points,
         weighted_rss=rss,
+        level=level,
     )
 
 

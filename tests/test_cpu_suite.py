@@ -50,9 +50,24 @@ def test_no_summary_when_nothing_was_measured(pytester: pytest.Pytester, mode: s
     assert SUMMARY_HEADER not in result.stdout.str()
 
 
+#: A plugin that writes, at the session's very end, which of the costly imports the session made.
+IMPORTS_PLUGIN = """
+import json, sys
+def pytest_unconfigure(config):
+    names = ("hypothesis", "scipy.special", "scipy.stats")
+    with open("imported.json", "w") as out:
+        json.dump([name for name in names if name in sys.modules], out)
+"""
+
+
 def test_a_measured_run_prints_the_summary_and_saves_the_contract(pytester: pytest.Pytester) -> None:
+    """...and imports neither Hypothesis (its plugin's end-of-session search for failing examples) nor
+    SciPy's special functions or statistics: the summary needs none, and each costs 0.3–0.8 s to import."""
     saved = pytester.path / "run.json"
+    pytester.makepyfile(imports_seen=IMPORTS_PLUGIN)
     result = pytester.runpytest_subprocess(
+        "-p",
+        "imports_seen",
         NUMPY_CALLS,
         "--quick",
         "--benchmark-only",
@@ -99,6 +114,7 @@ def test_a_measured_run_prints_the_summary_and_saves_the_contract(pytester: pyte
     assert {
         bench["extra_info"]["n"] for bench in benches if bench["extra_info"]["case"] == "ufunc_size"
     } == set(TINY_SIZES)
+    assert json.loads((pytester.path / "imported.json").read_text()) == []
 
 
 # --- analysis.host on synthetic frames ---
