@@ -795,11 +795,11 @@ def _measured_rows(
         keep &= frame[key] == value
     read = [*point_columns(frame), "machine_id", "data", figure.statistic, *(["n_calls"] * figure.per_call)]
     rows = _rows_of(frame, keep, list(dict.fromkeys(read)))
-    points = _point_ids(rows)  # each row's measured point, computed once
+    points: pd.Series | None = None  # each row's measured point: computed when a group is judged
     by_group = dict(tuple(rows.groupby("machine_id", sort=False)))
     base_rows = by_group.get(base)
     base_value = _measured_value(base_rows, figure) if base_rows is not None else math.nan
-    base_samples = pooled_samples(base_rows) if base_rows is not None else np.empty(0)
+    base_samples = np.empty(0)  # the baseline's samples: pooled with the points
     table = []
     for group in groups:
         own = by_group.get(group)
@@ -811,10 +811,13 @@ def _measured_rows(
             mark = MARK_BASELINE
         elif base_rows is None:
             mark = "not judged: the baseline has no such figure"
-        elif set(points[own.index]) != set(points[base_rows.index]):
-            mark = "not judged: measured with other parameters than the baseline's"
         else:
-            mark, p_value = judge(pooled_samples(own), base_samples)
+            if points is None:  # the first group judged: the points and the baseline's samples, once
+                points, base_samples = _point_ids(rows), pooled_samples(base_rows)
+            if set(points[own.index]) != set(points[base_rows.index]):
+                mark = "not judged: measured with other parameters than the baseline's"
+            else:
+                mark, p_value = judge(pooled_samples(own), base_samples)
         table.append(
             {
                 "figure": figure.label,

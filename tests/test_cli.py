@@ -17,17 +17,21 @@ from analysis.__main__ import main
 from tests.test_load import CPU_RUNS, DATA, as_other_machine, tree_digest
 
 
-@pytest.fixture
-def storage(tmp_path: Path) -> Path:
-    """A pytest-benchmark storage folder: the real CPU run, the same run as a second machine, one bad file."""
+@pytest.fixture(scope="module")
+def storage(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A pytest-benchmark storage folder: the real CPU run, the same run as a second machine, one bad file.
+
+    Made once for the module: every test only reads it (those that check so compare its digest before and
+    after), and one folder means one set of rows, so what the first command computed from them
+    (``analysis.memo``) the later ones, the commands started as processes too, read back."""
     assert CPU_RUNS, f"no real CPU run (cpu-*.json) under {DATA}"
-    folder = tmp_path / ".benchmarks" / "Linux-CPython-3.11-64bit"
+    folder = tmp_path_factory.mktemp("storage") / ".benchmarks" / "Linux-CPython-3.11-64bit"
     folder.mkdir(parents=True)
     shutil.copy(CPU_RUNS[0], folder / "0001_laptop.json")
     doc = json.loads(CPU_RUNS[0].read_text(encoding="utf-8"))
     (folder / "0002_desktop.json").write_text(json.dumps(as_other_machine(doc, "desktop")), encoding="utf-8")
     (folder / "0003_broken.json").write_text('{"benchmarks": [', encoding="utf-8")
-    return tmp_path / ".benchmarks"
+    return folder.parent
 
 
 @pytest.mark.parametrize("command", ["report", "compare", "plot"])
@@ -276,8 +280,11 @@ def test_any_terminal_encoding_works(storage: Path, tmp_path: Path, env: dict[st
         key: value for key, value in os.environ.items() if key not in ("LANG", "LC_ALL", "LC_CTYPE")
     }
     environment.update(env, PYTHONPATH=str(ROOT))
-    # A run file whose name cannot be encoded either, named in a warning.
-    shutil.copy(storage / PLATFORM / "0003_broken.json", storage / PLATFORM / "0004_µ×.json")
+    # A run file whose name cannot be encoded either, named in a warning (in a folder of its own, read with
+    # the storage: the other tests read the storage as it is).
+    more = tmp_path / "more"
+    more.mkdir()
+    shutil.copy(storage / PLATFORM / "0003_broken.json", more / "0004_µ×.json")
 
     def run(*args: str) -> subprocess.CompletedProcess[bytes]:
         done = subprocess.run(
@@ -292,7 +299,7 @@ def test_any_terminal_encoding_works(storage: Path, tmp_path: Path, env: dict[st
         assert b"Traceback" not in done.stderr
         return done
 
-    compare = run("compare", str(storage), "--format", "markdown")
+    compare = run("compare", str(storage), str(more), "--format", "markdown")
     out = compare.stdout.decode("ascii")
     t0 = next(line for line in out.splitlines() if line.startswith("| t0, fixed cost per call"))
     assert t0.endswith(" x1.00 ~ |")  # ×1.00, spelled for ASCII
@@ -300,7 +307,7 @@ def test_any_terminal_encoding_works(storage: Path, tmp_path: Path, env: dict[st
     warnings = compare.stderr.decode("ascii").splitlines()
     (warning,) = [line for line in warnings if "0004_" in line]  # the name as this locale decodes it, escaped
     assert warning.startswith("python -m analysis: warning: ") and warning.endswith("line 1 column 17")
-    report = run("report", str(storage), "--out", str(tmp_path / "rep"))
+    report = run("report", str(storage), str(more), "--out", str(tmp_path / "rep"))
     assert report.stdout.decode("ascii").startswith(f"wrote {tmp_path / 'rep' / 'report.md'} (")
     assert "µs" in (tmp_path / "rep" / "report.md").read_text(encoding="utf-8")  # the file stays UTF-8
     assert run("report", "--help").stdout.startswith(b"usage: python -m analysis report")

@@ -27,12 +27,12 @@ from matplotlib.container import ErrorbarContainer
 
 from analysis.__main__ import main
 from analysis.compare import figure_table
-from analysis.figures import FIGURES_DIR, build_figures, cpu, ladder, write_figures
+from analysis.figures import FIGURES_DIR, cpu, figure_jobs, ladder, write_figures
 from analysis.figures.style import save
 from analysis.fits import fit_all
 from analysis.frameworks import fit_calls
 from analysis.host import per_numpy_call
-from analysis.load import load_runs
+from analysis.load import load_runs, pool_context
 from analysis.runs import select_runs
 from tests.test_plots_collisions import DATA, REAL_RUN, _fanout
 
@@ -57,6 +57,25 @@ def inputs(fleet: Path) -> tuple[pd.DataFrame, object, pd.DataFrame]:
     return frame, fits, figure_table(frame, fits, None)
 
 
+@pytest.fixture(scope="module")
+def time_vs_size(inputs):
+    """The fleet's time_vs_size figure, as ``build_figures`` builds it (its job: ``cpu.time_vs_size`` of
+    the frame and the host fits); the tests below only read it."""
+    frame, fits, table = inputs
+    name, args = figure_jobs(frame, fits, table)["time_vs_size"]
+    assert name == "cpu.time_vs_size"
+    return cpu.time_vs_size(*args)
+
+
+@pytest.fixture(scope="module")
+def serial(inputs, tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    """The fleet's figures drawn one after another here (``workers=1``), as PNG and SVG: the reference the
+    figures drawn by workers are checked against (a figure's PNG is the same whether an SVG is written
+    beside it or not: ``test_a_figure_is_laid_out_once_and_a_second_format_draws_it_alike``)."""
+    frame, fits, table = inputs
+    return write_figures(frame, fits, table, tmp_path_factory.mktemp("serial"), ("png", "svg"), workers=1)
+
+
 def _digests(paths: list[Path]) -> dict[str, str]:
     return {path.name: hashlib.sha256(path.read_bytes()).hexdigest() for path in paths}
 
@@ -68,9 +87,11 @@ def _links(report: Path) -> list[str]:
 # --- summaries, not every run's point -----------------------------------------------------------------------
 
 
-def test_many_runs_of_a_machine_are_drawn_as_one_median_marker_and_one_bar_per_size(inputs) -> None:
-    frame, fits, table = inputs
-    figure = build_figures(frame, fits, table)["time_vs_size"]
+def test_many_runs_of_a_machine_are_drawn_as_one_median_marker_and_one_bar_per_size(
+    inputs, time_vs_size
+) -> None:
+    frame, _, _ = inputs
+    figure = time_vs_size
     sizes = frame[(frame["case"] == "ufunc_size") & (frame["device"] == "cpu")]
     assert sizes.groupby("machine_id")["source"].nunique().min() == RUNS
     per_call = per_numpy_call(sizes)[0]
@@ -92,9 +113,9 @@ def test_many_runs_of_a_machine_are_drawn_as_one_median_marker_and_one_bar_per_s
     assert "bar: fastest–slowest run" in [text.get_text() for text in figure.legends[0].get_texts()]
 
 
-def test_the_bars_run_from_the_fastest_to_the_slowest_run(inputs) -> None:
-    frame, fits, table = inputs
-    figure = build_figures(frame, fits, table)["time_vs_size"]
+def test_the_bars_run_from_the_fastest_to_the_slowest_run(inputs, time_vs_size) -> None:
+    frame, _, _ = inputs
+    figure = time_vs_size
     sizes = frame[(frame["case"] == "ufunc_size") & (frame["device"] == "cpu")]
     spread = per_numpy_call(sizes)[0].groupby([sizes["machine_id"], sizes["n"]]).agg(["min", "max"])
     expected = sorted(zip(spread["min"], spread["max"], strict=True))
@@ -133,9 +154,10 @@ def test_a_fleet_s_dispatch_ladder_draws_one_bar_per_caller_over_its_machines(tm
 # --- side by side, the same files ---------------------------------------------------------------------------
 
 
-def test_figures_drawn_side_by_side_are_the_files_drawn_one_after_another(inputs, tmp_path: Path) -> None:
+def test_figures_drawn_side_by_side_are_the_files_drawn_one_after_another(
+    inputs, serial: list[Path], tmp_path: Path
+) -> None:
     frame, fits, table = inputs
-    serial = write_figures(frame, fits, table, tmp_path / "serial", ("png", "svg"), workers=1)
     parallel = write_figures(frame, fits, table, tmp_path / "parallel", ("png", "svg"), workers=2)
     assert [path.name for path in serial] == [path.name for path in parallel]  # reading order, both
     assert {path.suffix for path in serial} == {".png", ".svg"}
@@ -147,15 +169,19 @@ def test_figures_drawn_side_by_side_are_the_files_drawn_one_after_another(inputs
     "forkserver" not in multiprocessing.get_all_start_methods(), reason="no fork server on this OS"
 )
 def test_workers_from_a_fork_server_are_sent_their_data_and_draw_the_same_files(
-    inputs, tmp_path: Path
+    inputs, serial: list[Path], tmp_path: Path
 ) -> None:
     """Once JAX or PyTorch is loaded a worker must not be forked (``analysis.load.pool_context``): the
-    workers then start from a fork server and are sent each figure's data instead of inheriting it."""
+    workers then start from a fork server (the one the command starts, with its preloaded modules) and are
+    sent each figure's data instead of inheriting it."""
     frame, fits, table = inputs
-    serial = write_figures(frame, fits, table, tmp_path / "serial", ("png",), workers=1)
-    with mock.patch("analysis.figures.pool_context", return_value=multiprocessing.get_context("forkserver")):
+    with mock.patch("analysis.load._THREADED_RUNTIMES", ("analysis.load",)):  # as if JAX were loaded
+        context = pool_context()
+        assert context is not None and context.get_start_method() == "forkserver"
         served = write_figures(frame, fits, table, tmp_path / "served", ("png",), workers=2)
-    assert _digests(serial) == _digests(served)
+    pngs = [path for path in serial if path.suffix == ".png"]
+    assert [path.name for path in served] == [path.name for path in pngs]
+    assert _digests(pngs) == _digests(served)
 
 
 #: The killed-worker test's program: a fresh interpreter, so that JAX (which other tests of a session load) is

@@ -60,8 +60,19 @@ def _refuse(*_: object, **__: object) -> None:
     raise AssertionError("computed again: the result was kept")
 
 
-def test_a_second_report_computes_nothing_and_writes_the_same_bytes(fleet: Path, tmp_path: Path) -> None:
-    first = _report(fleet, tmp_path / "first", tmp_path / "cache")
+@pytest.fixture(scope="module")
+def first_report(fleet: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, bytes], Path]:
+    """The fleet's report made with an empty memo (every fit, table and figure computed), and the cache
+    folder it filled: made once for the tests that start from it. A test that only reads the folder uses
+    it as it is; one that adds results to it works on a copy."""
+    folder = tmp_path_factory.mktemp("first-report")
+    return _report(fleet, folder / "out", folder / "cache"), folder / "cache"
+
+
+def test_a_second_report_computes_nothing_and_writes_the_same_bytes(
+    fleet: Path, first_report: tuple[dict[str, bytes], Path], tmp_path: Path
+) -> None:
+    first, cache = first_report
     assert any(name.endswith(".png") for name in first)
     with (
         mock.patch.object(fits, "fit_host", _refuse),
@@ -69,12 +80,14 @@ def test_a_second_report_computes_nothing_and_writes_the_same_bytes(fleet: Path,
         mock.patch.object(figures, "_draw", _refuse),
         mock.patch("analysis.compare.figure_table", _refuse),
     ):
-        second = _report(fleet, tmp_path / "second", tmp_path / "cache")
+        second = _report(fleet, tmp_path / "second", cache)
     assert second == first
     assert _report(fleet, tmp_path / "bare", None) == first  # --no-cache: computed, the same bytes
 
 
-def test_a_changed_value_is_computed_anew(fleet: Path, tmp_path: Path) -> None:
+def test_a_changed_value_is_computed_anew(
+    fleet: Path, first_report: tuple[dict[str, bytes], Path], tmp_path: Path
+) -> None:
     changed = tmp_path / "changed"
     shutil.copytree(fleet, changed)
     path = sorted(changed.rglob("*.json"))[0]
@@ -82,8 +95,9 @@ def test_a_changed_value_is_computed_anew(fleet: Path, tmp_path: Path) -> None:
     bench = next(b for b in run["benchmarks"] if b["extra_info"].get("case") == "ufunc_size")
     bench["stats"]["min"] *= 3.0  # one number of one run
     path.write_text(json.dumps(run), encoding="utf-8")
+    before, kept = first_report
     cache = tmp_path / "cache"
-    before = _report(fleet, tmp_path / "before", cache)
+    shutil.copytree(kept, cache)  # the memo holds the unchanged fleet's results; this test adds to it
     after = _report(changed, tmp_path / "after", cache)
     assert after != before
     assert after == _report(changed, tmp_path / "bare", None)

@@ -7,6 +7,7 @@ per-op run of ``tests/test_plots_collisions.py`` (made up there, never saved as 
 
 from __future__ import annotations
 
+import importlib
 import json
 import math
 import re
@@ -23,7 +24,7 @@ from analysis.__main__ import main
 from analysis.compare import MARK_SIGNIFICANT, figure_table
 from analysis.decode import decode_table
 from analysis.decode_text import where
-from analysis.figures import FIGURES_DIR, build_figures
+from analysis.figures import FIGURES_DIR, build_figures, figure_jobs
 from analysis.figures.decode import decode_bands
 from analysis.figures.style import MARKERS, PALETTE, Machines, nice_log_ticks, time_tick, trim
 from analysis.fits import fit_all
@@ -42,24 +43,43 @@ def _inputs(paths: list[Path]) -> tuple[pd.DataFrame, object, pd.DataFrame]:
     return frame, fits, figure_table(frame, fits, None)
 
 
+def _one_figure(paths: list[Path], stem: str) -> tuple[pd.DataFrame, object, dict[str, Figure]]:
+    """The figure ``stem`` of ``paths`` alone, built from the job ``build_figures`` builds it from
+    (``figure_jobs``: a figure depends on its own arguments alone), for a fixture whose tests read that
+    figure only. No comparison table: only the machines figure reads it."""
+    frame = select_runs(load_runs(paths, samples=False)).result.frame
+    fits = fit_all(frame)
+    name, args = figure_jobs(frame, fits, pd.DataFrame())[stem]
+    module, function = name.rsplit(".", 1)
+    draw = getattr(importlib.import_module(f"analysis.figures.{module}"), function)
+    return frame, fits, {stem: draw(*args)}
+
+
 @pytest.fixture(scope="module")
-def real() -> tuple[pd.DataFrame, object, dict[str, Figure]]:
-    """The older committed runs of two machines (Xeon and EPYC, tests/data/*.json)."""
-    frame, fits, table = _inputs(sorted(DATA.glob("*.json")))
+def real_inputs() -> tuple[pd.DataFrame, object, pd.DataFrame]:
+    """The older committed runs of two machines (Xeon and EPYC, tests/data/*.json): frame, fits and the
+    comparison table the machines figure is drawn from."""
+    return _inputs(sorted(DATA.glob("*.json")))
+
+
+@pytest.fixture(scope="module")
+def real(real_inputs) -> tuple[pd.DataFrame, object, dict[str, Figure]]:
+    """The older committed runs of two machines, with their figures."""
+    frame, fits, table = real_inputs
     return frame, fits, build_figures(frame, fits, table)
 
 
 @pytest.fixture(scope="module")
 def today() -> tuple[pd.DataFrame, object, dict[str, Figure]]:
-    """Today's code's committed runs (tests/data/runs): the decode step with its probe."""
-    frame, fits, table = _inputs([TODAY])
-    return frame, fits, build_figures(frame, fits, table)
+    """Today's code's committed runs (tests/data/runs): the decode step with its probe (its tests read the
+    decode_bands figure only)."""
+    return _one_figure([TODAY], "decode_bands")
 
 
 @pytest.fixture(scope="module")
 def one_run() -> tuple[pd.DataFrame, object, dict[str, Figure]]:
-    frame, fits, table = _inputs([REAL_RUN])
-    return frame, fits, build_figures(frame, fits, table)
+    """The committed run with the most cases (its tests read the time_vs_size figure only)."""
+    return _one_figure([REAL_RUN], "time_vs_size")
 
 
 @pytest.fixture(scope="module")
@@ -321,9 +341,9 @@ def test_gpu_decode_steps_show_the_calibrated_roofline_beside_the_datasheet_one(
 # --- machines -----------------------------------------------------------------------------------------------
 
 
-def test_machines_rows_say_which_way_is_better_and_read_more_than_one_as_better(real) -> None:
-    frame, fits, figures = real
-    table = figure_table(frame, fits, None)
+def test_machines_rows_say_which_way_is_better_and_read_more_than_one_as_better(real_inputs, real) -> None:
+    _, _, table = real_inputs  # figure_table(frame, fits, None): the table the figure was drawn from
+    _, _, figures = real
     figure = figures["machines"]
     (ax,) = figure.axes
     labels = _tick_texts(ax.yaxis)
@@ -344,9 +364,9 @@ def test_machines_rows_say_which_way_is_better_and_read_more_than_one_as_better(
     assert "Left out: read bandwidth" in figure.get_supxlabel().replace("\n", " ")
 
 
-def test_machines_title_counts_better_and_worse_from_the_oriented_ratios(real) -> None:
-    frame, fits, figures = real
-    table = figure_table(frame, fits, None)
+def test_machines_title_counts_better_and_worse_from_the_oriented_ratios(real_inputs, real) -> None:
+    _, _, table = real_inputs  # figure_table(frame, fits, None): the table the figure was drawn from
+    _, _, figures = real
     other = table[(table["machine_id"] != table.attrs["baseline"]) & table["ratio"].notna()]
     directed = other[other["unit"] != "count"]
     oriented = np.where(directed["unit"] == "s", 1 / directed["ratio"], directed["ratio"])

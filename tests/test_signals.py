@@ -2,15 +2,18 @@
 parent killed outright leave no process behind, and a stopped command says so in one line and leaves no
 output folder half-made.
 
-Each test starts ``python -m analysis report`` on 300 runs made by ``tools/fanout_runs.py`` from a real run
-of tests/data (made-up copies for timing the tools, marked synthetic in their ``machine_info``), waits until
-the loader's worker processes are there, signals, and then checks that every worker is gone.
+Each test starts ``python -m analysis report`` on 300 run files: 30 runs made by ``tools/fanout_runs.py``
+from a real run of tests/data (made-up copies for timing the tools, marked synthetic in their
+``machine_info``), each saved ten times under its own name (the loader parses every file, so the load lasts as
+long as for 300 distinct runs, without the 300 jittered copies' cost), waits until the loader's worker
+processes are there, signals, and then checks that every worker is gone.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -21,7 +24,10 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 QUICK = ROOT / "tests" / "data" / "cpu-2core-quick.json"
-COPIES = 300
+#: Distinct runs made by ``tools/fanout_runs.py``, and files saved of each: the files to load (workers start
+#: from ``analysis.load.PARALLEL_MIN_FILES`` on; a load of 300 lasts long enough to be signalled).
+COPIES = 30
+FILES_PER_COPY = 10
 
 pytestmark = [
     pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads processes from Linux /proc"),
@@ -39,11 +45,27 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> Path:
     spec.loader.exec_module(fanout)
     out = tmp_path_factory.mktemp("fleet") / "runs"
     assert fanout.main([str(QUICK), str(out), "--copies", str(COPIES), "--machines", "2"]) == 0
+    (folder,) = out.iterdir()
+    for index, run in enumerate(sorted(folder.glob("*.json"))):
+        for again in range(1, FILES_PER_COPY):
+            shutil.copyfile(run, folder / f"{again * COPIES + index + 1:04d}_fleet.json")
+    assert len(list(folder.glob("*.json"))) == COPIES * FILES_PER_COPY
     return out
 
 
 def children(pid: int) -> list[int]:
-    """The processes whose parent is ``pid`` (from /proc/*/stat: the field after the state is the ppid)."""
+    """The processes whose parent is ``pid``: from each of its threads' ``/proc/PID/task/TID/children`` (a few
+    small files; the tests poll this every few milliseconds while the command starts), else, on a kernel
+    without those files, from every /proc/*/stat (the field after the state is the ppid), which costs a
+    CPU-bound scan of every process on each poll."""
+    try:
+        threads = list(Path(f"/proc/{pid}/task").iterdir())
+    except OSError:
+        return []  # the process has ended and been reaped: no child is its own any more
+    try:
+        return [int(child) for task in threads for child in (task / "children").read_text().split()]
+    except OSError:
+        pass  # no such files on this kernel, or a thread ended while we looked: the full scan
     found = []
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:

@@ -134,9 +134,10 @@ def _title(drawn: pd.DataFrame, names: Machines, baseline: str, others_ids: list
 def _left_out(table: pd.DataFrame, others: pd.DataFrame, baseline: str, names: Machines) -> str:
     """The sentence naming each figure left out for a machine, and why."""
     missing = []
+    by_figure = dict(tuple(others.groupby("figure", sort=False)))  # each figure's rows, split once
     for figure, rows in table.groupby("figure", sort=False):
         base = rows[rows["machine_id"] == baseline]
-        theirs = others[others["figure"] == figure]
+        theirs = by_figure.get(figure, others.iloc[0:0])
         absent = [m for m in names.ids if m != baseline and m not in set(theirs["machine_id"])]
         unusable = theirs[~np.isfinite(theirs["oriented"])]
         if base.empty or not math.isfinite(float(base["value"].iloc[0])):

@@ -230,12 +230,16 @@ def panel_title(ax: Axes, text: str) -> None:
 def wrap(figure: Figure, text: str, points: float, width_px: float) -> str:
     """``text`` with line breaks so that no line is wider than ``width_px`` at ``points`` in the figure's
     font. Words are measured once each and summed (matplotlib's own ``wrap=True`` measures every prefix
-    of every line at every layout pass, which makes a figure several times slower to draw)."""
+    of every line at every layout pass, which makes a figure several times slower to draw); a word that
+    comes again ("the", a machine's name) is measured once."""
     renderer = figure.canvas.get_renderer()
     font = FontProperties(size=points)
+    widths: dict[str, float] = {}
 
     def width(word: str) -> float:
-        return renderer.get_text_width_height_descent(word, font, ismath=False)[0]
+        if word not in widths:
+            widths[word] = renderer.get_text_width_height_descent(word, font, ismath=False)[0]
+        return widths[word]
 
     space = width("a a") - width("aa")
     lines = []

@@ -104,7 +104,7 @@ class HostCudaError(RuntimeError):
 def unavailable_reason() -> str | None:
     """Why kernels cannot run on this host, or None when they can."""
     if not sys.platform.startswith("linux"):
-        return f"the host CUDA harness needs Linux (ucontext fibers, ELF sections); this is {sys.platform}"
+        return f"the host CUDA harness needs Linux (fibers, ELF sections); this is {sys.platform}"
     if shutil.which("g++") is None:
         return "g++ is not on PATH (the host CUDA harness compiles the kernels with it)"
     return None

@@ -1,9 +1,10 @@
 // The CUDA a kernel source needs, on the host: force-included (g++ -include) before a .cu file compiled as
 // C++17, so the real kernel bodies run on the CPU (tests/host_cuda/__init__.py is the driver).
 //
-// The threads of a block are cooperative fibers (ucontext), one OS thread, each CUDA thread on its own
-// stack. A fiber runs until it reaches __syncthreads, a warp shuffle or its end (or, in the interleaved
-// schedule, an atomic); then the scheduler releases what may go on:
+// The threads of a block are cooperative fibers (switch_context: a few instructions on x86-64, ucontext
+// elsewhere), one OS thread, each CUDA thread on its own stack. A fiber runs until it reaches
+// __syncthreads, a warp shuffle or its end (or, in the interleaved schedule, an atomic); then the scheduler
+// releases what may go on:
 //   - a shuffle, once every lane named in its mask waits at that same shuffle with that mask (lanes deposit
 //     their values first, then each reads its partner's: two phases, so no value is overwritten early);
 //   - a barrier, once every thread of the block waits at that same __syncthreads.
@@ -36,7 +37,9 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
+#if !defined(__x86_64__)
 #include <ucontext.h>
+#endif
 
 #include <algorithm>
 #include <string>
@@ -151,11 +154,85 @@ constexpr unsigned kStaggerTurns = 6;            // interleaved: rounds between 
 
 enum Schedule { kForward = 0, kReverse = 1, kInterleaved = 2 };
 
+// A fiber's saved registers, switch_context(save, next) and start_context(context, stack, entry). On x86-64
+// a switch is the few instructions of hostcuda_switch_stack: glibc's swapcontext also saves and restores
+// the signal mask, a system call at every switch, which took most of a launch's time (no fiber changes the
+// mask). Elsewhere, ucontext.
+#if defined(__x86_64__)
+struct Context {
+    void* sp = nullptr;  // where hostcuda_switch_stack pushed the registers when the fiber was switched out
+};
+
+extern "C" __attribute__((visibility("hidden"))) void hostcuda_switch_stack(void** save, void* next);
+// Pushes what the System V ABI has a callee keep (rbp, rbx, r12-r15, the SSE and x87 control words) on the
+// current stack, stores the stack pointer in *save, loads `next` and pops the same from there.
+__asm__(
+    ".pushsection .text\n"
+    ".p2align 4\n"
+    ".globl hostcuda_switch_stack\n"
+    ".hidden hostcuda_switch_stack\n"
+    ".type hostcuda_switch_stack, @function\n"
+    "hostcuda_switch_stack:\n"
+    "    pushq %rbp\n"
+    "    pushq %rbx\n"
+    "    pushq %r12\n"
+    "    pushq %r13\n"
+    "    pushq %r14\n"
+    "    pushq %r15\n"
+    "    subq $8, %rsp\n"
+    "    stmxcsr (%rsp)\n"
+    "    fnstcw 4(%rsp)\n"
+    "    movq %rsp, (%rdi)\n"
+    "    movq %rsi, %rsp\n"
+    "    ldmxcsr (%rsp)\n"
+    "    fldcw 4(%rsp)\n"
+    "    addq $8, %rsp\n"
+    "    popq %r15\n"
+    "    popq %r14\n"
+    "    popq %r13\n"
+    "    popq %r12\n"
+    "    popq %rbx\n"
+    "    popq %rbp\n"
+    "    ret\n"
+    ".size hostcuda_switch_stack, .-hostcuda_switch_stack\n"
+    ".popsection\n");
+
+inline void switch_context(Context& save, const Context& next) { hostcuda_switch_stack(&save.sp, next.sp); }
+
+// `stack` (`bytes`, a multiple of 16, 16-aligned) laid out as hostcuda_switch_stack leaves a stack: the
+// control words in force now, six zeroed registers and `entry` as the return address, placed so that
+// `entry` starts with the stack aligned as after a call. `entry` never returns.
+inline void start_context(Context& context, char* stack, size_t bytes, void (*entry)()) {
+    void** sp = reinterpret_cast<void**>(stack + bytes) - 9;
+    uint32_t words[2] = {0, 0};
+    __asm__ volatile("stmxcsr %0\n\tfnstcw %1" : "=m"(words[0]), "=m"(words[1]));
+    memcpy(&sp[0], words, sizeof words);
+    for (int slot = 1; slot <= 6; ++slot) sp[slot] = nullptr;
+    sp[7] = reinterpret_cast<void*>(entry);
+    sp[8] = nullptr;
+    context.sp = sp;
+}
+#else
+struct Context {
+    ucontext_t uc;
+};
+
+inline void switch_context(Context& save, const Context& next) { swapcontext(&save.uc, &next.uc); }
+
+inline void start_context(Context& context, char* stack, size_t bytes, void (*entry)()) {
+    getcontext(&context.uc);
+    context.uc.uc_stack.ss_sp = stack;
+    context.uc.uc_stack.ss_size = bytes;
+    context.uc.uc_link = nullptr;
+    makecontext(&context.uc, entry, 0);
+}
+#endif
+
 enum class Wait { running, barrier, shuffle, done };
 enum class ShuffleMode { idx, up, down, bfly };
 
 struct Fiber {
-    ucontext_t context;
+    Context context;
     char* stack = nullptr;
     uint3 thread_idx;
     unsigned linear;
@@ -193,7 +270,7 @@ struct State {
     Fiber* current;
     Slot* slot;          // interleaved: the current block
     Slot* shared_owner;  // interleaved: the block whose shared memory is in the section
-    ucontext_t scheduler;
+    Context scheduler;
     void (*body)(void*);
     void* closure;
     std::string error;
@@ -232,11 +309,11 @@ inline void fiber_main() {
         g.body(g.closure);
         Fiber* self = g.current;
         self->wait = Wait::done;
-        swapcontext(&self->context, &g.scheduler);
+        switch_context(self->context, g.scheduler);
     }
 }
 
-inline void suspend(Fiber* self) { swapcontext(&self->context, &g.scheduler); }
+inline void suspend(Fiber* self) { switch_context(self->context, g.scheduler); }
 
 __attribute__((noinline)) inline void syncthreads(int line) {
     Fiber* self = g.current;
@@ -401,7 +478,7 @@ inline bool run_block() {
             Fiber& f = g.fibers[g.reverse ? n - 1 - k : k];
             if (f.wait == Wait::running) {
                 g.current = &f;
-                swapcontext(&g.scheduler, &f.context);
+                switch_context(g.scheduler, f.context);
                 if (!g.error.empty()) return false;
             }
             all_done = all_done && f.wait == Wait::done;
@@ -427,11 +504,7 @@ inline bool prepare_fibers(unsigned first, unsigned count) {
             }
             f.stack = static_cast<char*>(memory) + kGuardBytes;
         }
-        getcontext(&f.context);
-        f.context.uc_stack.ss_sp = f.stack;
-        f.context.uc_stack.ss_size = kStackBytes;
-        f.context.uc_link = nullptr;
-        makecontext(&f.context, fiber_main, 0);
+        start_context(f.context, f.stack, kStackBytes, fiber_main);
         f.linear = i;
         f.thread_idx = {i % g.block.x, i / g.block.x % g.block.y, i / (g.block.x * g.block.y)};
         f.wait = Wait::running;
@@ -474,7 +547,7 @@ inline bool turn(Slot& slot) {
             if (f.wait != Wait::running || f.atomic != (deferred == 1)) continue;
             const bool atomic_before = f.atomic;
             g.current = &f;
-            swapcontext(&g.scheduler, &f.context);
+            switch_context(g.scheduler, f.context);
             if (!g.error.empty()) return false;
             ran = true;
             if (f.atomic && !atomic_before) {  // the turn ends at an atomic
