@@ -65,7 +65,7 @@ from analysis.cache import Entry, Fresh, Key, RunCache, open_cache, text_categor
 from analysis.facts import fact_text
 from analysis.schema import RUN_RECORD_KEY as RUN_RECORD_KEY  # the data contract's keys, re-exported
 from analysis.schema import SUITE, CheckedRun, check_run, printable
-from analysis.signals import WorkerLost, ended_text, held, release
+from analysis.signals import WorkerLost, ended_text, held, process_alive, release
 from model.hardware import ATTRIBUTE_KEYS
 
 try:
@@ -891,19 +891,8 @@ def _worker_start(command_pid: int) -> None:
     release()  # started while the command held the stop signals; a Ctrl-C held meanwhile is now ignored
     parent = os.getppid()
 
-    def command_alive() -> bool:
-        if os.name != "posix":
-            return True  # Windows' os.kill(pid, 0) would send a Ctrl-C, not test the process
-        try:
-            os.kill(command_pid, 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
-        return True
-
     def watch() -> None:
-        while os.getppid() == parent and command_alive():
+        while os.getppid() == parent and process_alive(command_pid):
             time.sleep(_ORPHAN_CHECK_S)
         os._exit(1)
 

@@ -9,9 +9,11 @@ such a step, where the exception then stops the command cleanly.
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 from collections.abc import Iterable, Iterator
 from multiprocessing.process import BaseProcess
+from pathlib import Path
 
 #: The signals ``held`` delays (those present on this OS).
 STOP_SIGNALS = frozenset(
@@ -58,3 +60,24 @@ def ended_text(workers: Iterable[BaseProcess]) -> str:
         with contextlib.suppress(ValueError):
             how = f" by {signal.Signals(-ended[0].exitcode).name}"
     return f" (pid {ended[0].pid}, ended{how})"
+
+
+def process_alive(pid: int) -> bool:
+    """Whether process ``pid`` has not ended, where POSIX tells (elsewhere: True). A zombie has ended: a
+    command killed before its worker read its parent's pid (a worker it had just forked) stays one until
+    its own parent reaps it, and that parent may be waiting for the pipes the worker holds open (a shell's
+    ``$(...)``, ``subprocess.communicate``): ``os.kill(pid, 0)`` still reaches a zombie, so /proc is read
+    where it exists."""
+    if os.name != "posix":
+        return True  # Windows' os.kill(pid, 0) would send a Ctrl-C, not test the process
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        state = Path(f"/proc/{pid}/stat").read_bytes().rpartition(b")")[2].split()[0]
+    except (OSError, IndexError):
+        return True  # no /proc (macOS), or it ended while we looked: the next check tells
+    return state not in (b"Z", b"X")

@@ -144,3 +144,43 @@ def test_workers_of_a_killed_parent_end_by_themselves(fleet: Path, tmp_path: Pat
     process.kill()
     process.communicate(timeout=120)
     assert gone(workers, within_s=10) == []
+
+
+def _zombie() -> subprocess.Popen:
+    """A child process that has ended and is not yet reaped (its /proc state is Z): what a command killed
+    outright is while the process that started it waits for its pipes."""
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    deadline = time.monotonic() + 30
+    while alive(child.pid) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert Path(f"/proc/{child.pid}/stat").exists(), "the child was reaped: no zombie to test"
+    return child
+
+
+def test_a_worker_whose_command_was_killed_before_it_started_ends(tmp_path: Path) -> None:
+    """A worker forked just before its command was killed reads its parent's pid after the kill: its parent
+    is then already not the command, and the command a zombie until it is reaped, which ``os.kill(pid, 0)``
+    still reaches. The worker must end all the same (seen as a 120 s hang of the test above, the command's
+    pipes held open by the worker)."""
+    from analysis.signals import process_alive
+
+    zombie = _zombie()
+    try:
+        assert not process_alive(zombie.pid)
+        assert process_alive(os.getpid())
+        worker = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                f"import time; from analysis.load import _worker_start; _worker_start({zombie.pid}); "
+                "time.sleep(60)",
+            ],
+            cwd=ROOT,
+            capture_output=True,
+            timeout=30,
+            check=False,
+        )
+        assert worker.returncode == 1, worker.stderr
+    finally:
+        zombie.wait()
+    assert not process_alive(zombie.pid)
