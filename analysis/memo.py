@@ -50,8 +50,9 @@ from analysis.cache import _UNREADABLE, _trusted, written_aside
 MEMO_VERSION = 1
 #: The packages whose source decides every result.
 _PACKAGES = ("analysis", "model")
-#: The libraries whose versions decide the results (a fit's numbers, a figure's pixels).
-_LIBRARIES = ("numpy", "pandas", "scipy", "matplotlib")
+#: The libraries whose versions decide the results (a fit's numbers, a figure's pixels; Pillow, with the zlib
+#: its wheel bundles, writes the PNG bytes matplotlib draws).
+_LIBRARIES = ("numpy", "pandas", "scipy", "matplotlib", "pillow")
 #: At most this many bytes of results are kept per code version (a 10-figure report of a fleet: 1-2 MB).
 LIMIT_BYTES = 256 * 2**20
 #: The results of another code version unused for this long are removed.

@@ -22,6 +22,7 @@ import pytest
 from analysis import load
 from analysis.compare import figure_table, group_runs, mapped, point_table
 from analysis.facts import BY_MACHINE, BY_RUN
+from analysis.figures import write_figures
 from analysis.fits import fit_all, uses_samples
 from analysis.runs import select_runs
 
@@ -104,6 +105,31 @@ def test_compare_of_the_categorical_frame_is_the_plain_one(tmp_path: Path, by: s
     pd.testing.assert_frame_equal(figures, cat_figures)
     pd.testing.assert_frame_equal(points, _plain(cat_points), check_dtype=False)
     assert (left_out, notes) == (cat_left_out, cat_notes)
+
+
+def test_no_kept_result_depends_on_a_category_no_row_holds(tmp_path: Path) -> None:
+    """The memo keys a categorical column by its values, not by its list of categories (a new machine's run
+    must not refit every other machine), so no fit, table or figure may depend on a category no row holds:
+    the frame of the runs selected (the quick run left out, its texts still categories), with one more
+    unused category in every text column, gives what the same frame trimmed of unused categories gives."""
+    storage = _storage(tmp_path)
+    selection = select_runs(load.load_runs([storage], samples=uses_samples, categorical=True))
+    frame = selection.result.frame
+    texts = [column for column in frame if isinstance(frame[column].dtype, pd.CategoricalDtype)]
+    trimmed = frame.assign(**{column: frame[column].cat.remove_unused_categories() for column in texts})
+    padded = trimmed.assign(**{column: trimmed[column].cat.add_categories(["~unused"]) for column in texts})
+    assert any(len(frame[c].cat.categories) > len(trimmed[c].cat.categories) for c in texts)
+    drawn = []
+    for name, each in (("trimmed", trimmed), ("padded", padded)):
+        fits = fit_all(each)
+        table = figure_table(each, fits, None)
+        paths = write_figures(each, fits, table, tmp_path / name, formats=("png",), workers=1)
+        drawn.append((table, point_table(each, None), {path.name: path.read_bytes() for path in paths}))
+    (table, points, files), (padded_table, padded_points, padded_files) = drawn
+    assert len(table) > 20 and len(files) >= 4
+    pd.testing.assert_frame_equal(_plain(table), _plain(padded_table))
+    pd.testing.assert_frame_equal(_plain(points), _plain(padded_points))
+    assert files == padded_files
 
 
 def test_a_label_mapped_per_category_is_the_plain_map() -> None:

@@ -360,3 +360,23 @@ def test_the_settings_file_in_a_matplotlibrc_folder_is_part_of_a_kept_figures_ke
     before = figures._matplotlib_settings()
     (folder / "matplotlibrc").write_text("font.size: 300\n", encoding="utf-8")  # edited in place
     assert figures._matplotlib_settings() != before
+
+
+@pytest.mark.parametrize("library", ["numpy", "pandas", "scipy", "matplotlib", "pillow"])
+def test_another_version_of_a_library_results_depend_on_is_another_code_version(library: str) -> None:
+    """Results kept by one version of numpy, pandas, SciPy (a fit's numbers), matplotlib or Pillow (a
+    figure's pixels and PNG bytes) are never read back under another."""
+    real = memo.metadata.version
+    memo.code_version.cache_clear()
+    try:
+        before = memo.code_version()
+        other = mock.patch.object(
+            memo.metadata, "version", lambda name: "0.0.other" if name == library else real(name)
+        )
+        with other:
+            memo.code_version.cache_clear()
+            assert memo.code_version() != before
+        memo.code_version.cache_clear()
+        assert memo.code_version() == before
+    finally:
+        memo.code_version.cache_clear()
