@@ -10,6 +10,13 @@ a wrong-size scalar, an asm helper left unreplaced) must each be caught.
 
 from __future__ import annotations
 
+import os
+import platform
+import re
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -501,3 +508,37 @@ def test_guarded_arrays_are_aligned_copies_within_poison() -> None:
     assert start >= GUARD_BYTES and raw.size - start - x.nbytes >= GUARD_BYTES
     assert (raw[:start] == 0xFF).all() and (raw[start + x.nbytes :] == 0xFF).all()
     assert np.isnan(guarded_empty((3, 5), np.float16)).all(), "fresh guarded arrays read as NaN"
+
+
+def _shadow_stack_on() -> bool:
+    """Whether the kernel keeps a shadow stack for this process (Linux 6.6+ lists it in /proc)."""
+    status = Path("/proc/self/status")
+    text = status.read_text(encoding="utf-8") if status.exists() else ""
+    features = next((line for line in text.splitlines() if line.startswith("x86_Thread_features:")), "")
+    return "shstk" in features.split()
+
+
+@needs_host_cuda
+def test_fibers_switch_stacks_by_hand_only_on_x86_64_without_a_shadow_stack(module: HostModule) -> None:
+    by_hand = platform.machine() == "x86_64" and not _shadow_stack_on()
+    asked = os.environ.get("HOSTCUDA_FIBERS") == "ucontext"
+    assert module.fibers == ("stack switch" if by_hand and not asked else "ucontext")
+
+
+@needs_host_cuda
+@pytest.mark.skipif(platform.machine() != "x86_64", reason="fibers switch by ucontext alone off x86-64")
+@pytest.mark.skipif(os.environ.get("HOSTCUDA_FIBERS") == "ucontext", reason="this is the run by ucontext")
+def test_this_module_passes_with_fibers_switched_by_ucontext() -> None:
+    """Where a shadow stack is on, fibers switch by ucontext on x86-64 too: every test above, run again in
+    a fresh process that asks for it (the test of the way fibers switch checks it took)."""
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", __file__, "-q", "-p", "no:cacheprovider", "--benchmark-disable"],
+        cwd=Path(__file__).parent.parent,
+        env={**os.environ, "HOSTCUDA_FIBERS": "ucontext"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert re.fullmatch(r"\d+ passed, 1 skipped in .*", done.stdout.splitlines()[-1]), done.stdout[-500:]

@@ -435,6 +435,12 @@ class HostModule:
         # PyDLL keeps the GIL during a launch: one launch at a time, as the shim's global state requires.
         self._library = ctypes.PyDLL(str(_compile(source, name, cache_dir or default_cache_dir())))
 
+    @property
+    def fibers(self) -> str:
+        """How the module's fibers switch: "stack switch" (x86-64, a few instructions) or "ucontext" (other
+        CPUs, a shadow stack on, or ``HOSTCUDA_FIBERS=ucontext`` in the environment; ``host_cuda.h``)."""
+        return "ucontext" if self._library.hostcuda_fibers_by_ucontext() else "stack switch"
+
     def get_function(self, name: str) -> HostKernel:
         """The kernel ``name`` (an ``extern "C" __global__`` function of the source)."""
         if name not in self.kernel_names:

@@ -1,8 +1,8 @@
 // The CUDA a kernel source needs, on the host: force-included (g++ -include) before a .cu file compiled as
 // C++17, so the real kernel bodies run on the CPU (tests/host_cuda/__init__.py is the driver).
 //
-// The threads of a block are cooperative fibers (switch_context: a few instructions on x86-64, ucontext
-// elsewhere), one OS thread, each CUDA thread on its own stack. A fiber runs until it reaches
+// The threads of a block are cooperative fibers (switch_context: a few instructions on x86-64 without a
+// shadow stack, ucontext elsewhere), one OS thread, each CUDA thread on its own stack. A fiber runs until it reaches
 // __syncthreads, a warp shuffle or its end (or, in the interleaved schedule, an atomic); then the scheduler
 // releases what may go on:
 //   - a shuffle, once every lane named in its mask waits at that same shuffle with that mask (lanes deposit
@@ -35,10 +35,13 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <stdlib.h>
 #include <sys/mman.h>
 #include <time.h>
-#if !defined(__x86_64__)
 #include <ucontext.h>
+#if defined(__x86_64__)
+#include <sys/syscall.h>
+#include <unistd.h>
 #endif
 
 #include <algorithm>
@@ -157,12 +160,17 @@ enum Schedule { kForward = 0, kReverse = 1, kInterleaved = 2 };
 // A fiber's saved registers, switch_context(save, next) and start_context(context, stack, entry). On x86-64
 // a switch is the few instructions of hostcuda_switch_stack: glibc's swapcontext also saves and restores
 // the signal mask, a system call at every switch, which took most of a launch's time (no fiber changes the
-// mask). Elsewhere, ucontext.
-#if defined(__x86_64__)
+// mask). Elsewhere, and on x86-64 where the kernel keeps a shadow stack for the process (Intel CET, AMD's
+// shadow stacks; Linux 6.6+: a hand-switched stack's `ret` would not match it, while glibc gives each
+// makecontext stack a shadow stack of its own), ucontext.
 struct Context {
+    ucontext_t uc;
+#if defined(__x86_64__)
     void* sp = nullptr;  // where hostcuda_switch_stack pushed the registers when the fiber was switched out
+#endif
 };
 
+#if defined(__x86_64__)
 extern "C" __attribute__((visibility("hidden"))) void hostcuda_switch_stack(void** save, void* next);
 // Pushes what the System V ABI has a callee keep (rbp, rbx, r12-r15, the SSE and x87 control words) on the
 // current stack, stores the stack pointer in *save, loads `next` and pops the same from there.
@@ -197,12 +205,32 @@ __asm__(
     ".size hostcuda_switch_stack, .-hostcuda_switch_stack\n"
     ".popsection\n");
 
-inline void switch_context(Context& save, const Context& next) { hostcuda_switch_stack(&save.sp, next.sp); }
+// Whether this process's fibers switch through ucontext all the same: a shadow stack is on
+// (arch_prctl ARCH_SHSTK_STATUS, 0x5005, reports ARCH_SHSTK_SHSTK, bit 0; kernels without shadow stacks
+// refuse the call), or HOSTCUDA_FIBERS=ucontext asks (the tests run both ways). Decided once, before the
+// first fiber starts: a fiber is switched the way it was started.
+inline bool switch_by_ucontext() {
+    static const bool chosen = [] {
+        const char* asked = getenv("HOSTCUDA_FIBERS");
+        if (asked != nullptr && strcmp(asked, "ucontext") == 0) return true;
+        unsigned long long features = 0;
+        return syscall(SYS_arch_prctl, 0x5005, &features) == 0 && (features & 1) != 0;
+    }();
+    return chosen;
+}
+
+inline void switch_context(Context& save, const Context& next) {
+    if (switch_by_ucontext()) {
+        swapcontext(&save.uc, &next.uc);
+    } else {
+        hostcuda_switch_stack(&save.sp, next.sp);
+    }
+}
 
 // `stack` (`bytes`, a multiple of 16, 16-aligned) laid out as hostcuda_switch_stack leaves a stack: the
 // control words in force now, six zeroed registers and `entry` as the return address, placed so that
 // `entry` starts with the stack aligned as after a call. `entry` never returns.
-inline void start_context(Context& context, char* stack, size_t bytes, void (*entry)()) {
+inline void start_switched_stack(Context& context, char* stack, size_t bytes, void (*entry)()) {
     void** sp = reinterpret_cast<void**>(stack + bytes) - 9;
     uint32_t words[2] = {0, 0};
     __asm__ volatile("stmxcsr %0\n\tfnstcw %1" : "=m"(words[0]), "=m"(words[1]));
@@ -213,20 +241,31 @@ inline void start_context(Context& context, char* stack, size_t bytes, void (*en
     context.sp = sp;
 }
 #else
-struct Context {
-    ucontext_t uc;
-};
-
 inline void switch_context(Context& save, const Context& next) { swapcontext(&save.uc, &next.uc); }
+#endif
 
 inline void start_context(Context& context, char* stack, size_t bytes, void (*entry)()) {
+#if defined(__x86_64__)
+    if (!switch_by_ucontext()) {
+        start_switched_stack(context, stack, bytes, entry);
+        return;
+    }
+#endif
     getcontext(&context.uc);
     context.uc.uc_stack.ss_sp = stack;
     context.uc.uc_stack.ss_size = bytes;
     context.uc.uc_link = nullptr;
     makecontext(&context.uc, entry, 0);
 }
+
+// How this module's fibers switch (HostModule.fibers): 1 through ucontext, 0 by hostcuda_switch_stack.
+extern "C" __attribute__((visibility("default"))) int hostcuda_fibers_by_ucontext() {
+#if defined(__x86_64__)
+    return switch_by_ucontext() ? 1 : 0;
+#else
+    return 1;
 #endif
+}
 
 enum class Wait { running, barrier, shuffle, done };
 enum class ShuffleMode { idx, up, down, bfly };
