@@ -2,9 +2,9 @@
 // C++17, so the real kernel bodies run on the CPU (tests/host_cuda/__init__.py is the driver).
 //
 // The threads of a block are cooperative fibers (switch_context: a few instructions on x86-64 without a
-// shadow stack, ucontext elsewhere), one OS thread, each CUDA thread on its own stack. A fiber runs until it reaches
-// __syncthreads, a warp shuffle or its end (or, in the interleaved schedule, an atomic); then the scheduler
-// releases what may go on:
+// shadow stack, ucontext elsewhere), one OS thread, each CUDA thread on its own stack. A fiber runs until it
+// reaches __syncthreads, a warp shuffle or its end (or, in the interleaved schedule, an atomic); then the
+// scheduler releases what may go on:
 //   - a shuffle, once every lane named in its mask waits at that same shuffle with that mask (lanes deposit
 //     their values first, then each reads its partner's: two phases, so no value is overwritten early);
 //   - a barrier, once every thread of the block waits at that same __syncthreads.
@@ -219,14 +219,6 @@ inline bool switch_by_ucontext() {
     return chosen;
 }
 
-inline void switch_context(Context& save, const Context& next) {
-    if (switch_by_ucontext()) {
-        swapcontext(&save.uc, &next.uc);
-    } else {
-        hostcuda_switch_stack(&save.sp, next.sp);
-    }
-}
-
 // `stack` (`bytes`, a multiple of 16, 16-aligned) laid out as hostcuda_switch_stack leaves a stack: the
 // control words in force now, six zeroed registers and `entry` as the return address, placed so that
 // `entry` starts with the stack aligned as after a call. `entry` never returns.
@@ -241,8 +233,18 @@ inline void start_switched_stack(Context& context, char* stack, size_t bytes, vo
     context.sp = sp;
 }
 #else
-inline void switch_context(Context& save, const Context& next) { swapcontext(&save.uc, &next.uc); }
+inline bool switch_by_ucontext() { return true; }  // off x86-64, fibers switch through ucontext alone
 #endif
+
+inline void switch_context(Context& save, const Context& next) {
+#if defined(__x86_64__)
+    if (!switch_by_ucontext()) {
+        hostcuda_switch_stack(&save.sp, next.sp);
+        return;
+    }
+#endif
+    swapcontext(&save.uc, &next.uc);
+}
 
 inline void start_context(Context& context, char* stack, size_t bytes, void (*entry)()) {
 #if defined(__x86_64__)
@@ -260,11 +262,7 @@ inline void start_context(Context& context, char* stack, size_t bytes, void (*en
 
 // How this module's fibers switch (HostModule.fibers): 1 through ucontext, 0 by hostcuda_switch_stack.
 extern "C" __attribute__((visibility("default"))) int hostcuda_fibers_by_ucontext() {
-#if defined(__x86_64__)
     return switch_by_ucontext() ? 1 : 0;
-#else
-    return 1;
-#endif
 }
 
 enum class Wait { running, barrier, shuffle, done };
