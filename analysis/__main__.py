@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib
+import math
 import os
 import signal
 import sys
@@ -270,8 +271,18 @@ def _add_compare_options(parser: argparse.ArgumentParser) -> None:
 
 
 def _add_grouping(parser: argparse.ArgumentParser) -> None:
-    """``--by`` and ``--baseline``, alike for ``compare`` and ``plot``."""
+    """``--by``, ``--baseline`` and ``--threshold``, alike for ``compare`` and ``plot``."""
     from analysis.facts import ALIASES
+    from analysis.verdicts import THRESHOLD
+
+    parser.add_argument(
+        "--threshold",
+        type=_fraction,
+        default=THRESHOLD,
+        metavar="FRACTION",
+        help=f"the equivalence band: a change is reported only when its ratio's interval lies wholly "
+        f"outside ±FRACTION (default {THRESHOLD:g}, i.e. {THRESHOLD * 100:g} %%)",
+    )
 
     parser.add_argument(
         "--by",
@@ -300,6 +311,17 @@ def _fact_name(text: str) -> str:
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from exc
     return text
+
+
+def _fraction(text: str) -> float:
+    """A number in [0, 1) (``--threshold``), else argparse's error naming the value."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0 <= value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a fraction in [0, 1) (e.g. 0.03 for ±3 %)")
+    return value
 
 
 def _positive_int(text: str) -> int:
@@ -475,6 +497,7 @@ def _compare(args: argparse.Namespace) -> int:
         return _compare_cases(args, fact)
     from analysis.compare import compared_table, group_notes, point_columns, point_table
     from analysis.fits import fit_all
+    from analysis.verdicts import with_run_kinds
 
     selection = _selected(args, loaded, apart=column)
     if args.by in CASE_GROUPINGS:
@@ -483,11 +506,12 @@ def _compare(args: argparse.Namespace) -> int:
         groups = _groups(selection.result.runs, args, column)
         frame = groups.relabel(selection.result.frame)
     head = [*selection_lines(selection), *group_notes(groups)]
+    frame = with_run_kinds(frame, selection.result.runs)
     if args.points:
-        table = point_table(frame, groups.baseline.label)
+        table = point_table(frame, groups.baseline.label, args.threshold)
         return _print_cases(args, head, table, groups, point_columns(frame), ("median",))
     fits = fit_all(frame, predictions=False, memo=memo)
-    table = compared_table(frame, fits, groups.baseline.label, memo)
+    table = compared_table(frame, fits, groups.baseline.label, memo, args.threshold)
     return _print_figures(args, head, table, groups)
 
 
@@ -723,6 +747,7 @@ def _launchbench_figures(
     from analysis.fits import fit_all
     from analysis.load import fact_column
     from analysis.runs import selection_lines
+    from analysis.verdicts import with_run_kinds
 
     column = fact_column(fact) if fact else None
     selection = _selected(args, loaded, apart=column)
@@ -730,9 +755,9 @@ def _launchbench_figures(
     for line in [*selection_lines(selection), *group_notes(groups)]:
         _say(f"{_PROG}: {line}", sys.stderr)
     _say(f"{_PROG}: baseline (by {groups.by}): {groups.baseline.label}, {groups.rule}", sys.stderr)
-    frame = groups.relabel(selection.result.frame)
+    frame = with_run_kinds(groups.relabel(selection.result.frame), selection.result.runs)
     fits = fit_all(frame, memo=memo)
-    table = compared_table(frame, fits, groups.baseline.label, memo)
+    table = compared_table(frame, fits, groups.baseline.label, memo, args.threshold)
     return write_figures(frame, fits, table, out_dir=stage, formats=args.formats, memo=memo)
 
 

@@ -29,10 +29,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import numpy.typing as npt
 import pandas as pd
 
-from analysis import ops
+from analysis import ops, verdicts
 from analysis.cache import text_categorical
 from analysis.decode import STATISTIC as DECODE_STATISTIC
 from analysis.facts import BY_MACHINE, BY_RUN
@@ -40,11 +39,14 @@ from analysis.fits import Fits
 from analysis.host import BANDWIDTH_OPS
 from analysis.host import STATISTIC as HOST_STATISTIC
 from analysis.memo import Memo
-
-#: Two-sided p-value below which a difference is marked significant.
-ALPHA = 0.01
-#: Largest pooled sample per side fed to the test (see the module docstring).
-MAX_SAMPLES = 20_000
+from analysis.verdicts import (
+    MARK_BASELINE,
+    MARK_CHANGED,
+    MARK_INCONCLUSIVE,
+    MARK_NO_BASELINE_POINT,
+    MARK_NO_DATA,
+    MARK_SAME,
+)
 
 #: ``extra_info`` coordinates that together name one measured point, the same on every machine.
 POINT_KEYS = (
@@ -79,7 +81,6 @@ UNREAD_COLUMNS = frozenset(
         "cpu_model",
         "gpu_name",
         "gpu_attributes",
-        "commit",
         "pb_version",
         "name",
         "group",
@@ -94,87 +95,10 @@ UNREAD_COLUMNS = frozenset(
     }
 )
 
-#: Mark texts, for tables and their legends.
-MARK_SIGNIFICANT = "significant"
-MARK_NOT_SIGNIFICANT = "within noise"
-MARK_BASELINE = "baseline"
-MARK_NO_DATA = "not judged: no raw samples (not saved, or skipped)"
-MARK_NO_BASELINE_POINT = "not judged: the baseline lacks this case"
-
-
-@dataclass(frozen=True)
-class MannWhitney:
-    """Result of a two-sided Mann-Whitney U test of samples ``x`` against ``y``.
-
-    ``u`` is U of ``x`` (the number of (x, y) pairs with x > y, ties counting 1/2), ``p_value`` two-sided,
-    ``n_x``/``n_y`` the sample sizes. ``effect`` is U / (n_x·n_y), the probability that a random x exceeds
-    a random y (0.5: no shift).
-    """
-
-    u: float
-    p_value: float
-    n_x: int
-    n_y: int
-
-    @property
-    def effect(self) -> float:
-        return self.u / (self.n_x * self.n_y)
-
-
-def mann_whitney(x: npt.ArrayLike, y: npt.ArrayLike) -> MannWhitney:
-    """Two-sided Mann-Whitney U test of ``x`` against ``y`` (any units, the same for both), by
-    ``scipy.stats.mannwhitneyu`` in its asymptotic form with the continuity correction; p = 1 when every
-    value is tied. Raises ``ValueError`` for an empty sample or a non-finite value."""
-    xs = np.asarray(x, dtype=float).ravel()
-    ys = np.asarray(y, dtype=float).ravel()
-    if xs.size == 0 or ys.size == 0:
-        raise ValueError(f"Mann-Whitney U needs two non-empty samples, got sizes {xs.size} and {ys.size}")
-    if not (np.isfinite(xs).all() and np.isfinite(ys).all()):
-        raise ValueError("Mann-Whitney U needs finite samples")
-    import scipy.stats  # here: a comparison without raw samples judges nothing, and scipy.stats takes 0.5 s
-
-    result = scipy.stats.mannwhitneyu(
-        xs, ys, alternative="two-sided", method="asymptotic", use_continuity=True
-    )
-    p_value = float(result.pvalue)
-    return MannWhitney(
-        u=float(result.statistic), p_value=1.0 if math.isnan(p_value) else p_value, n_x=xs.size, n_y=ys.size
-    )
-
 
 def point_columns(frame: pd.DataFrame) -> list[str]:
     """The ``POINT_KEYS`` present in ``frame``, in that order."""
     return [key for key in POINT_KEYS if key in frame.columns]
-
-
-def pooled_samples(rows: pd.DataFrame, as_rate: bool = False) -> np.ndarray:
-    """Raw per-iteration samples (s) of ``rows`` (one measured point, any number of runs) in one sorted array,
-    thinned to at most ``MAX_SAMPLES``; empty when no row saved its samples. ``as_rate``: each sample as its
-    row's ``bytes`` over the sample, B/s, so that rows of different sizes pool and compare."""
-    data = rows["data"].tolist()
-    if as_rate:
-        sizes = rows["bytes"].tolist()
-        parts = [size / values for size, values in zip(sizes, data, strict=True) if _has_samples(values)]
-    else:
-        parts = [values for values in data if _has_samples(values)]
-    if not parts:
-        return np.empty(0)
-    pooled = np.sort(np.concatenate(parts).astype(float, copy=False))
-    if pooled.size > MAX_SAMPLES:
-        pooled = pooled[np.linspace(0, pooled.size - 1, MAX_SAMPLES).round().astype(int)]
-    return pooled
-
-
-def _has_samples(values: object) -> bool:
-    return isinstance(values, np.ndarray | list) and len(values) > 0
-
-
-def judge(samples: np.ndarray, baseline_samples: np.ndarray) -> tuple[str, float]:
-    """(mark, p-value) of one group's samples against the baseline's; p is NaN when it cannot be judged."""
-    if samples.size == 0 or baseline_samples.size == 0:
-        return MARK_NO_DATA, math.nan
-    result = mann_whitney(samples, baseline_samples)
-    return (MARK_SIGNIFICANT if result.p_value < ALPHA else MARK_NOT_SIGNIFICANT), result.p_value
 
 
 def in_time_order(labels: Sequence[str], when: Sequence[object]) -> list[str]:
@@ -346,43 +270,52 @@ def group_notes(groups: Groups) -> list[str]:
 
 
 #: Columns of ``case_table`` after the case's own key columns.
-CASE_TABLE_COLUMNS = ("machine_id", "runs", "rounds", "ratio", "mark", "p_value")
+CASE_TABLE_COLUMNS = ("machine_id", "runs", "rounds", "ratio", "ratio_low", "ratio_high", "mark", "p_value")
 
 
 def case_table(
-    frame: pd.DataFrame, keys: Sequence[str], baseline: str | None, statistics: Sequence[str] = ("median",)
+    frame: pd.DataFrame,
+    keys: Sequence[str],
+    baseline: str | None,
+    statistics: Sequence[str] = ("median",),
+    threshold: float = verdicts.THRESHOLD,
 ) -> pd.DataFrame:
     """One row per measured case (the rows of ``frame`` that agree on ``keys``) and group (``machine_id``):
     each of ``statistics`` ("median": median over the group's runs of each run's median; "min": the
     fastest round of any run) in seconds as ``<statistic>_s``, the baseline group's as
     ``<statistic>_baseline_s``, their ratio as ``<statistic>_ratio``; ``ratio`` = the first statistic's;
-    ``runs``, ``rounds`` (summed over runs); the significance mark with its p-value from the pooled raw
-    samples (``judge``).
+    ``runs``, ``rounds`` (summed over runs); the verdict on the first statistic (``analysis.verdicts``:
+    each run's statistic is one value) as ``mark``, ``ratio_low``/``ratio_high`` and the corrected
+    ``p_value``; ``ratio`` then is the verdict's own estimate (the mean over runs), which its interval holds.
 
     Cases the baseline did not measure get ratio NaN and mark ``MARK_NO_BASELINE_POINT``.
     """
     keys = list(keys)
     groups = frame_groups(frame)
     base = choose_baseline(groups, baseline)
+    frame = _with_sources(frame)
     stat_columns = [
         column for stat in statistics for column in (f"{stat}_s", f"{stat}_baseline_s", f"{stat}_ratio")
     ]
+    judge = _Judge(frame, threshold)
     rows = []
-    for case, rows_case in frame.groupby(keys, dropna=False, sort=True):
-        by_group = dict(tuple(rows_case.groupby("machine_id", sort=False)))
+    for case, rows_case in frame.groupby(keys, dropna=False, sort=True, observed=True):
+        by_group = dict(tuple(rows_case.groupby("machine_id", sort=False, observed=True)))
         base_rows = by_group.get(base)
         base_values = {stat: _statistic(base_rows, stat) for stat in statistics}
-        base_samples = pooled_samples(base_rows) if base_rows is not None else np.empty(0)
+        values, rounds = _run_values(rows_case, statistics[0], per_call=False)
+        kind = verdicts.kind_of(str(rows_case["case"].iat[0])) if "case" in rows_case else "other"
         for group in groups:
             own = by_group.get(group)
             if own is None:
                 continue
+            verdict = -1
             if group == base:
-                mark, p_value = MARK_BASELINE, math.nan
+                mark = MARK_BASELINE
             elif base_rows is None:
-                mark, p_value = MARK_NO_BASELINE_POINT, math.nan
+                mark = MARK_NO_BASELINE_POINT
             else:
-                mark, p_value = judge(pooled_samples(own), base_samples)
+                mark, verdict = judge.add(values, rounds, group, base, kind, _fewest_rounds(own, base_rows))
             row = dict(zip(keys, case if isinstance(case, tuple) else (case,), strict=True))
             row.update(machine_id=group, runs=int(own["source"].nunique()), rounds=_rounds(own))
             for stat in statistics:
@@ -391,11 +324,12 @@ def case_table(
                 row[f"{stat}_s"] = value
                 row[f"{stat}_baseline_s"] = base_value
                 row[f"{stat}_ratio"] = value / base_value if base_value > 0 else math.nan
-            row.update(ratio=row[f"{statistics[0]}_ratio"], mark=mark, p_value=p_value)
+            row.update(ratio=row[f"{statistics[0]}_ratio"], mark=mark, p_value=math.nan, _verdict=verdict)
             rows.append(row)
     table = pd.DataFrame(
-        rows, columns=[*keys, *CASE_TABLE_COLUMNS[:3], *stat_columns, *CASE_TABLE_COLUMNS[3:]]
+        rows, columns=[*keys, *CASE_TABLE_COLUMNS[:3], *stat_columns, *CASE_TABLE_COLUMNS[3:], "_verdict"]
     )
+    table = judge.apply(table, ratio_columns=(f"{statistics[0]}_ratio",))
     table.attrs["baseline"] = base
     return table
 
@@ -413,10 +347,12 @@ def _rounds(rows: pd.DataFrame) -> int:
     return int(rounds.sum()) if rounds.notna().any() else 0
 
 
-def point_table(frame: pd.DataFrame, baseline: str | None) -> pd.DataFrame:
+def point_table(
+    frame: pd.DataFrame, baseline: str | None, threshold: float = verdicts.THRESHOLD
+) -> pd.DataFrame:
     """``case_table`` of launchbench's measured points (``POINT_KEYS``): median time per call (s, median over
     runs of each run's median) per group, ``median_s``, with its ratio and mark."""
-    return case_table(frame, point_columns(frame), baseline, ("median",))
+    return case_table(frame, point_columns(frame), baseline, ("median",), threshold)
 
 
 #: Columns of ``case_ratios``.
@@ -448,10 +384,10 @@ def case_ratios(table: pd.DataFrame, keys: Sequence[str], statistics: Sequence[s
 
 
 def ranked(table: pd.DataFrame) -> pd.DataFrame:
-    """The rows of a ``case_table`` other than the baseline's, most telling first: significant differences,
-    then those within noise, then those not judged, each by how far the ratio is from 1 (either way)."""
+    """The rows of a ``case_table`` other than the baseline's, most telling first: changes, then the
+    inconclusive, then the same, then those not judged, each by how far the ratio is from 1 (either way)."""
     others = table[table["mark"] != MARK_BASELINE]
-    order = others["mark"].map({MARK_SIGNIFICANT: 0, MARK_NOT_SIGNIFICANT: 1}).fillna(2)
+    order = others["mark"].map({MARK_CHANGED: 0, MARK_INCONCLUSIVE: 1, MARK_SAME: 2}).fillna(3)
     distance = np.abs(np.log(pd.to_numeric(others["ratio"], errors="coerce").astype(float)))
     return (
         others.assign(_order=order, _distance=distance.fillna(-1.0))
@@ -461,31 +397,12 @@ def ranked(table: pd.DataFrame) -> pd.DataFrame:
 
 
 @dataclass(frozen=True)
-class Anchor:
-    """The measured point whose raw samples judge a difference in a figure between two machines: the rows
-    of ``case`` (and ``op``/``mode`` when given) at the ``pick`` ("smallest" or "largest") value of
-    ``size`` ("n" or "n_kernels") that both machines measured, among the sizes listed in the fit column
-    ``within`` when given (e.g. the sizes the in-cache law was fitted on). ``as_rate``: the samples are
-    compared as bytes per second, so each machine's own point counts even where the sizes differ (the
-    bandwidth cases size their arrays by each machine's last-level cache)."""
-
-    case: str
-    size: str | None = None
-    pick: str = "largest"
-    op: str | None = None
-    mode: str | None = None
-    layer: str | None = None
-    within: str | None = None
-    as_rate: bool = False
-
-
-@dataclass(frozen=True)
 class FigureSpec:
     """How one fitted figure is shown and judged across groups.
 
     ``column`` (and ``low``/``high``, its confidence bounds, or None) of the wide fit table ``table``;
-    ``unit``: "s", "B/s", "elem/s" or "count"; ``anchor``: the point that judges a difference, or None with
-    ``unjudged`` saying why (a figure derived from others, or measured without raw samples).
+    ``unit``: "s", "B/s", "elem/s" or "count"; ``unjudged``: why the figure is not judged (one derived from
+    others), empty for a figure judged from each run's own fit (``analysis.verdicts``).
     """
 
     table: str
@@ -494,11 +411,11 @@ class FigureSpec:
     high: str | None
     label: str
     unit: str
-    anchor: Anchor | None
     unjudged: str = ""
 
 
-_DERIVED = "not judged: derived from the figures above"
+#: Why n½ is not judged: it is t0·r∞, both judged.
+DERIVED = "not judged: derived from the figures above"
 #: The host figures that come from the fixed-overhead law: when it cannot be fitted, their rows say why.
 LAW_FIGURES = frozenset({"t0_s", "cache_s_per_element", "r_inf_per_s", "n_half", "dram_s_per_element"})
 
@@ -511,7 +428,6 @@ HOST_FIGURES = (
         "t0_high_s",
         "t0, fixed cost per call",
         "s",
-        Anchor("ufunc_size", "n", "smallest"),
     ),
     FigureSpec(
         "host",
@@ -520,7 +436,6 @@ HOST_FIGURES = (
         "cache_s_per_element_high",
         "per element, in cache",
         "s",
-        Anchor("ufunc_size", "n", within="cache_sizes"),
     ),
     FigureSpec(
         "host",
@@ -529,9 +444,8 @@ HOST_FIGURES = (
         "r_inf_high_per_s",
         "r∞, in cache",
         "elem/s",
-        Anchor("ufunc_size", "n", within="cache_sizes"),
     ),
-    FigureSpec("host", "n_half", "n_half_low", "n_half_high", "n½ = t0·r∞", "count", None, _DERIVED),
+    FigureSpec("host", "n_half", "n_half_low", "n_half_high", "n½ = t0·r∞", "count", DERIVED),
     FigureSpec(
         "host",
         "dram_s_per_element",
@@ -539,7 +453,6 @@ HOST_FIGURES = (
         "dram_s_per_element_high",
         "per element, from DRAM",
         "s",
-        Anchor("ufunc_size", "n", within="dram_sizes"),
     ),
     *(
         FigureSpec(
@@ -549,68 +462,45 @@ HOST_FIGURES = (
             None,
             f"{op} bandwidth",
             "B/s",
-            Anchor("host_bandwidth", op=op, as_rate=True),
         )
         for op in BANDWIDTH_OPS
     ),
 )
 
 
-def _launch_spec(quantity: str, label: str, anchor: Anchor | None, unjudged: str = "") -> FigureSpec:
-    return FigureSpec("launch", quantity, f"{quantity}_low", f"{quantity}_high", label, "s", anchor, unjudged)
+def _launch_spec(quantity: str, label: str) -> FigureSpec:
+    return FigureSpec("launch", quantity, f"{quantity}_low", f"{quantity}_high", label, "s")
 
 
-#: The GPU launch family's figures (``analysis.launch.QUANTITIES``), in table order. Slopes are judged at the
-#: largest batch (where the per-kernel cost dominates a call), intercepts at the smallest.
+#: The GPU launch family's figures (``analysis.launch.QUANTITIES``), in table order.
 LAUNCH_FIGURES = (
-    _launch_spec("launch_s", "cost per launch", Anchor("launch_batch", "n_kernels")),
-    _launch_spec(
-        "sync_round_trip_s", "synchronise round trip", Anchor("launch_batch", "n_kernels", "smallest")
-    ),
-    _launch_spec(
-        "launch_sync_s", "launch + synchronise, per kernel", Anchor("launch_sync_each", "n_kernels")
-    ),
-    _launch_spec("graph_node_s", "cost per graph node", Anchor("graph_replay", "n_kernels")),
-    _launch_spec(
-        "graph_launch_s", "graph launch + synchronise", Anchor("graph_replay", "n_kernels", "smallest")
-    ),
-    _launch_spec("enqueue_s", "host enqueue per launch", Anchor("enqueue", "n_kernels", mode="eager")),
-    _launch_spec(
-        "graph_enqueue_s", "host enqueue per graph", Anchor("enqueue", "n_kernels", "smallest", mode="graph")
-    ),
-    _launch_spec(
-        "gpu_gap_s", "GPU time per queued kernel", None, "not judged: CUDA-event medians, no raw samples"
-    ),
-    _launch_spec("sync_s", "synchronise, idle stream", Anchor("sync")),
-    _launch_spec(
-        "knee_s", "knee kernel duration", None, "not judged: fitted over a sweep of kernel durations"
-    ),
+    _launch_spec("launch_s", "cost per launch"),
+    _launch_spec("sync_round_trip_s", "synchronise round trip"),
+    _launch_spec("launch_sync_s", "launch + synchronise, per kernel"),
+    _launch_spec("graph_node_s", "cost per graph node"),
+    _launch_spec("graph_launch_s", "graph launch + synchronise"),
+    _launch_spec("enqueue_s", "host enqueue per launch"),
+    _launch_spec("graph_enqueue_s", "host enqueue per graph"),
+    _launch_spec("gpu_gap_s", "GPU time per queued kernel"),
+    _launch_spec("sync_s", "synchronise, idle stream"),
+    _launch_spec("knee_s", "knee kernel duration"),
     _launch_spec(
         "ladder_cupy_s",
         "RawKernel launch, 0 arguments",
-        Anchor("launch_args", "n_args", "smallest", layer="cupy"),
     ),
-    _launch_spec(
-        "ladder_cupy_per_arg_s", "RawKernel cost per argument", Anchor("launch_args", "n_args", layer="cupy")
-    ),
+    _launch_spec("ladder_cupy_per_arg_s", "RawKernel cost per argument"),
     _launch_spec(
         "ladder_driver_s",
         "cuLaunchKernel, 0 arguments",
-        Anchor("launch_args", "n_args", "smallest", layer="driver"),
     ),
     _launch_spec(
         "ladder_driver_per_arg_s",
         "cuLaunchKernel cost per argument",
-        Anchor("launch_args", "n_args", layer="driver"),
     ),
-    _launch_spec(
-        "ladder_graph_s", "graph node, 0 arguments", None, "not judged: CUDA-event medians, no raw samples"
-    ),
+    _launch_spec("ladder_graph_s", "graph node, 0 arguments"),
     _launch_spec(
         "ladder_graph_per_arg_s",
         "graph node cost per argument",
-        None,
-        "not judged: CUDA-event medians, no raw samples",
     ),
 )
 
@@ -658,14 +548,17 @@ FIGURE_TABLE_COLUMNS = (
     "figure",
     "short",
     "unit",
+    "kind",
     "machine_id",
     "value",
     "low",
     "high",
     "ratio",
+    "ratio_low",
+    "ratio_high",
     "mark",
     "p_value",
-    "judged_on",
+    "evidence",
 )
 
 
@@ -785,54 +678,62 @@ def _point_ids(rows: pd.DataFrame) -> pd.Series:
 
 
 def _measured_rows(
-    frame: pd.DataFrame, figure: MeasuredFigure, groups: Sequence[str], base: str
+    frame: pd.DataFrame, figure: MeasuredFigure, groups: Sequence[str], base: str, judge: _Judge
 ) -> list[dict[str, object]]:
     """``FIGURE_TABLE_COLUMNS`` rows of one ``MeasuredFigure``: per group its value, the ratio to the
-    baseline's, and the mark of its raw samples against the baseline's (judged only where both groups
-    measured the point alike: the same ``POINT_KEYS`` values)."""
+    baseline's, and its verdict (judged only where both groups measured the point alike: the same
+    ``POINT_KEYS`` values)."""
     keep = frame["case"] == figure.case
     for key, value in figure.match:
         keep &= frame[key] == value
-    read = [*point_columns(frame), "machine_id", "data", figure.statistic, *(["n_calls"] * figure.per_call)]
+    read = [
+        *point_columns(frame),
+        "machine_id",
+        "source",
+        "data",
+        "rounds",
+        figure.statistic,
+        *(["n_calls"] * figure.per_call),
+    ]
     rows = _rows_of(frame, keep, list(dict.fromkeys(read)))
     points: pd.Series | None = None  # each row's measured point: computed when a group is judged
-    by_group = dict(tuple(rows.groupby("machine_id", sort=False)))
+    by_group = dict(tuple(rows.groupby("machine_id", sort=False, observed=True)))
     base_rows = by_group.get(base)
     base_value = _measured_value(base_rows, figure) if base_rows is not None else math.nan
-    base_samples = np.empty(0)  # the baseline's samples: pooled with the points
+    values, rounds = _run_values(rows, figure.statistic, figure.per_call)
+    device = dict(figure.match).get("device")
+    kind = verdicts.kind_of(figure.case, device=str(device) if device is not None else None)
     table = []
     for group in groups:
         own = by_group.get(group)
         if own is None:
             continue
         value = _measured_value(own, figure)
-        p_value = math.nan
+        verdict = -1
         if group == base:
             mark = MARK_BASELINE
         elif base_rows is None:
             mark = "not judged: the baseline has no such figure"
         else:
-            if points is None:  # the first group judged: the points and the baseline's samples, once
-                points, base_samples = _point_ids(rows), pooled_samples(base_rows)
+            if points is None:  # the first group judged: the points, once
+                points = _point_ids(rows)
             if set(points[own.index]) != set(points[base_rows.index]):
                 mark = "not judged: measured with other parameters than the baseline's"
             else:
-                mark, p_value = judge(pooled_samples(own), base_samples)
+                mark, verdict = judge.add(values, rounds, group, base, kind, _fewest_rounds(own, base_rows))
         table.append(
             {
                 "figure": figure.label,
                 "short": figure.short,
                 "unit": "s",
+                "kind": kind,
                 "machine_id": group,
                 "value": value,
                 "low": math.nan,
                 "high": math.nan,
                 "ratio": value / base_value if base_value > 0 else math.nan,
                 "mark": mark,
-                "p_value": p_value,
-                "judged_on": _point_text(own, as_rate=False)
-                if mark in (MARK_SIGNIFICANT, MARK_NOT_SIGNIFICANT)
-                else "",
+                "_verdict": verdict,
             }
         )
     return table
@@ -847,108 +748,197 @@ def _measured_value(rows: pd.DataFrame, figure: MeasuredFigure) -> float:
     return float(values.median())
 
 
-class _Points:
-    """The columns that name and judge a point, split once by case and group, so that finding each figure's
-    anchor point for each pair of groups reads only those two groups' rows of that case (a fleet of runs
-    holds 10⁵ rows, and selecting from the whole frame copies every column each time)."""
-
-    def __init__(self, frame: pd.DataFrame) -> None:
-        columns = [*point_columns(frame), "machine_id", "data", *(["bytes"] if "bytes" in frame else [])]
-        self._frame = frame
-        self._columns = [frame.columns.get_loc(column) for column in columns] if not frame.empty else []
-        # Each (case, group)'s row positions; its rows are taken when asked for (taking every group's up front
-        # copied the columns of the whole frame).
-        self._where = {} if frame.empty else frame.groupby(["case", "machine_id"], observed=True).indices
-        self._rows: dict[tuple, pd.DataFrame] = {}
-
-    def rows(self, case: str, group: str) -> pd.DataFrame | None:
-        """The narrow rows of ``case`` measured by ``group`` (each taken once), None when there are none."""
-        key = (case, group)
-        if key not in self._rows:
-            where = self._where.get(key)
-            self._rows[key] = None if where is None else self._frame.iloc[where, self._columns]
-        return self._rows[key]
-
-    def anchor_rows(self, anchor: Anchor, base_fit: pd.Series, fit: pd.Series) -> pd.DataFrame:
-        """The rows (both groups) of the one point ``anchor`` names for the pair (baseline, other group)."""
-        groups = (base_fit["machine_id"], fit["machine_id"])
-        parts = [rows for group in groups if (rows := self.rows(anchor.case, group)) is not None]
-        if len(parts) < len(groups):
-            return pd.DataFrame(columns=["machine_id", "data"])
-        # Each group's rows narrowed before they are joined: the point is a few of a fleet's 10⁴ rows.
-        for key, value in (("op", anchor.op), ("mode", anchor.mode), ("layer", anchor.layer)):
-            if value is not None and key in parts[0]:
-                parts = [part[part[key] == value] for part in parts]
-        if anchor.size is None or all(part.empty for part in parts):
-            return pd.concat(parts)
-        common = set.intersection(*(set(part[anchor.size].unique()) for part in parts))
-        if anchor.within is not None:
-            common &= set(base_fit[anchor.within]) & set(fit[anchor.within])
-        if not common:
-            return pd.concat(parts).iloc[0:0]
-        size = min(common) if anchor.pick == "smallest" else max(common)
-        rows = pd.concat([part[part[anchor.size] == size] for part in parts])
-        # One point measured alike in both groups (e.g. the same numpy calls per timed call), so their
-        # samples compare as they are.
-        points = _point_ids(rows)
-        for number in range(int(points.max()) + 1):  # the points in the order of their values
-            point = rows[(points == number).to_numpy()]
-            if set(groups) <= set(point["machine_id"].unique()):
-                return point
-        return rows.iloc[0:0]
+def _run_values(
+    rows: pd.DataFrame, statistic: str, per_call: bool
+) -> tuple[pd.Series, dict[str, np.ndarray] | None]:
+    """Each run's value of one figure measured at ``rows`` (indexed by the run's source): its ``statistic``
+    (per numpy call where ``per_call``), the median over the run's rows; and for a median figure each run's
+    rounds in the same unit (None for a fastest-round figure, whose rounds are never resampled)."""
+    values = pd.to_numeric(rows[statistic], errors="coerce").astype(float)
+    calls = pd.to_numeric(rows["n_calls"], errors="coerce").astype(float) if per_call else None
+    if calls is not None:
+        values = values / calls
+    sources = rows["source"].astype(str)
+    per_run = values.groupby(sources.to_numpy(), sort=False).median().dropna()
+    per_run = per_run[per_run > 0]
+    if statistic != "median" or "data" not in rows:
+        return per_run, None
+    rounds: dict[str, list[np.ndarray]] = {}
+    for source, data, call in zip(
+        sources, rows["data"], calls if calls is not None else [1.0] * len(rows), strict=True
+    ):
+        if isinstance(data, np.ndarray | list) and len(data) > 0:
+            rounds.setdefault(source, []).append(np.asarray(data, dtype=float) / call)
+    if set(rounds) < set(per_run.index):  # a run without its rounds: the run level only
+        return per_run, None
+    return per_run, {source: np.concatenate(parts) for source, parts in rounds.items()}
 
 
-def _point_text(rows: pd.DataFrame, as_rate: bool) -> str:
-    """How a judged point is named in the table: its case and coordinates (sizes left out, and the samples
-    said to be rates, where ``as_rate`` compares each group's own size)."""
-    if rows.empty:
-        return ""
-    row = {key: rows[key].iat[0] for key in rows.columns}  # the first row (``iloc[0]``: slow on a wide frame)
-    parts = [str(row["case"])]
-    keys = ("op", "variant", "mode") if as_rate else ("op", "n", "pieces", "variant", "mode", "n_kernels")
-    keys += ("layer", "n_args")
-    for key in (*keys, "kernel_ns"):
-        value = row.get(key)
-        if value is not None and not (isinstance(value, float) and math.isnan(value)):
-            parts.append(f"{key}={int(value) if isinstance(value, float) else value}")
-    if as_rate:
-        parts.append("as B/s (each machine's own size)")
-    return " ".join(parts)
+def _fewest_rounds(*groups: pd.DataFrame) -> int:
+    """The fewest rounds any run of ``groups`` timed the point in (a large number where none says)."""
+    counts = [pd.to_numeric(rows["rounds"], errors="coerce") for rows in groups if "rounds" in rows]
+    known = [float(c.min()) for c in counts if c.notna().any()]
+    return int(min(known)) if known else 1 << 30
+
+
+def _with_sources(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with a ``source`` for every row: a frame made without one (a table built by hand) counts
+    each group as one run."""
+    return frame if "source" in frame else frame.assign(source=frame["machine_id"].astype(str))
+
+
+class _Judge:
+    """The verdicts of one table: each figure's evidence collected as its row is made (``add``), then every
+    judged row corrected at once (``apply``: ``analysis.verdicts.correct`` across all of them)."""
+
+    def __init__(self, frame: pd.DataFrame, threshold: float) -> None:
+        self.threshold = threshold
+        sources = frame["source"].astype(str)
+        self._group_of = dict(zip(sources, frame["machine_id"].astype(str), strict=True))
+        self._sets = (
+            pd.Series(dict(zip(sources, frame["run_set"].astype(str), strict=True)))
+            if "run_set" in frame
+            else None
+        )
+        quick = frame["quick"] if "quick" in frame else pd.Series(False, index=frame.index)
+        self._quick = dict(zip(sources, quick.astype(bool), strict=True))
+        self._items: list[verdicts.Evidence] = []
+
+    def add(
+        self,
+        values: pd.Series,
+        rounds: Mapping[str, np.ndarray] | None,
+        group: str,
+        base: str,
+        kind: str,
+        fewest_rounds: int = 1 << 30,
+        rate: bool = False,
+    ) -> tuple[str, int]:
+        """Collect the evidence of ``group`` against ``base`` from each run's value of the figure
+        (``values``, by source; their ``rounds`` for a median figure): (a provisional mark, its number),
+        or (why it is not judged, -1)."""
+        if fewest_rounds < verdicts.MIN_ROUNDS:
+            return f"not judged: {fewest_rounds} round(s) in a run (fewer than {verdicts.MIN_ROUNDS})", -1
+        sides = []
+        for label in (group, base):
+            runs = [source for source in values.index if self._group_of.get(source) == label]
+            if not runs:
+                return MARK_NO_DATA, -1
+            side_rounds = tuple(rounds[source] for source in runs) if rounds is not None else None
+            sides.append(verdicts.Side(values[runs].to_numpy(dtype=float), side_rounds))
+        quick = any(self._quick.get(source, False) for source in values.index)
+        default = verdicts.SPREAD.get((kind, quick), verdicts.SPREAD[("op cost", quick)])
+        measured, freedom, used = (
+            verdicts.spread(values, self._sets) if self._sets is not None else (math.nan, 0, 0)
+        )
+        if math.isfinite(measured) and measured > default:
+            spread, spread_from = measured, f"{kind}: {used} runs of one commit in the storage, {freedom} df"
+        else:
+            spread, spread_from = default, f"{kind}: the default of {'quick' if quick else 'full'} runs"
+        self._items.append(verdicts.evidence(sides[0], sides[1], spread, spread_from, rate))
+        return "pending", len(self._items) - 1
+
+    def apply(self, table: pd.DataFrame, ratio_columns: Sequence[str] = ()) -> pd.DataFrame:
+        """``table`` (rows numbered by ``_verdict``) with the corrected marks, the ratio's interval and the
+        adjusted p-value of every judged row; its ``ratio`` (and ``ratio_columns``) the verdict's estimate,
+        which the interval holds. ``attrs["verdicts"]``: how many were judged and changed, at what level."""
+        judged = verdicts.correct(self._items, self.threshold)
+        table = table.assign(ratio_low=math.nan, ratio_high=math.nan, p_value=math.nan, evidence="")
+        numbers = table.pop("_verdict").to_numpy()
+        for position in np.flatnonzero(numbers >= 0):
+            number = int(numbers[position])
+            item = self._items[number]
+            index = table.index[position]
+            table.loc[index, ["mark", "ratio_low", "ratio_high", "p_value"]] = [
+                judged.marks[number],
+                judged.low[number],
+                judged.high[number],
+                judged.adjusted_p[number],
+            ]
+            for column in ("ratio", *ratio_columns):
+                table.loc[index, column] = item.ratio
+            table.loc[index, "evidence"] = _evidence_text(item, self.threshold)
+        table.attrs["verdicts"] = judged
+        return table
+
+
+def _evidence_text(item: verdicts.Evidence, threshold: float) -> str:
+    """One verdict's evidence in words: the runs a side, the spread and where it came from."""
+    new, base = item.runs
+    error = (
+        "hierarchical bootstrap of runs and rounds"
+        if item.bootstrap
+        else f"run-to-run spread {item.spread:.1%} ({item.spread_from})"
+    )
+    smallest = item.smallest_change(threshold, verdicts.LEVEL)
+    return f"{new} v {base} run(s); {error}; changes under {smallest:.0%} not judged"
 
 
 def compared_table(
-    frame: pd.DataFrame, fits: Fits, baseline: str | None, memo: Memo | None = None
+    frame: pd.DataFrame,
+    fits: Fits,
+    baseline: str | None,
+    memo: Memo | None = None,
+    threshold: float = verdicts.THRESHOLD,
 ) -> pd.DataFrame:
-    """``figure_table(frame, fits, baseline)``, read back from ``memo`` (``analysis.memo``) when it was
-    computed before from the same rows, fits and baseline."""
+    """``figure_table(frame, fits, baseline, threshold)``, read back from ``memo`` (``analysis.memo``) when
+    it was computed before from the same rows, fits, baseline and threshold."""
     if memo is None:
-        return figure_table(frame, fits, baseline)
-    key = memo.key("figure_table", frame, fits, baseline)
-    return memo.cached(key, lambda: figure_table(frame, fits, baseline))
+        return figure_table(frame, fits, baseline, threshold)
+    key = memo.key("figure_table", frame, fits, baseline, threshold)
+    return memo.cached(key, lambda: figure_table(frame, fits, baseline, threshold))
 
 
-def figure_table(frame: pd.DataFrame, fits: Fits, baseline: str | None) -> pd.DataFrame:
+#: Units of figures that are rates (higher is faster): their time ratio is the baseline's ÷ this group's.
+RATE_UNITS = frozenset({"B/s", "elem/s"})
+
+
+def time_ratio(value: float, base_value: float, unit: str) -> float:
+    """The ratio new ÷ baseline of a figure as a time ratio (> 1: slower): a rate is inverted; a count (n½)
+    is the plain ratio."""
+    if not (base_value > 0 and value > 0):
+        return math.nan
+    return base_value / value if unit in RATE_UNITS else value / base_value
+
+
+def figure_table(
+    frame: pd.DataFrame, fits: Fits, baseline: str | None, threshold: float = verdicts.THRESHOLD
+) -> pd.DataFrame:
     """The comparison, long form: one row per headline figure of every family and group
     (``FIGURE_TABLE_COLUMNS``; the group in ``machine_id``, see the module docstring): the fitted CPU figures
     and bandwidths, the measured ones (``measured_figures``: many vs one, the decode step's floor, each
     numpy op's cost, the decode step), then the GPU launch figures.
 
-    ``value``/``low``/``high`` in the figure's SI ``unit``; ``ratio`` = value / the baseline's value;
-    ``mark`` from a Mann-Whitney U test of the raw samples at the point that measures the figure most
-    directly (``judged_on``), against the baseline's samples at that point. ``attrs["baseline"]`` names
-    the baseline group.
+    ``value``/``low``/``high`` in the figure's SI ``unit``; ``ratio`` new ÷ the baseline's as times (a rate
+    inverted: > 1 is slower); ``mark`` the verdict (``analysis.verdicts``) from each run's own figure (its
+    own fit, or its statistic), with ``ratio_low``/``ratio_high`` and the corrected ``p_value``;
+    ``evidence`` says what it rested on. ``attrs["baseline"]`` names the baseline group,
+    ``attrs["verdicts"]`` the correction (``analysis.verdicts.Judged``).
     """
     tables = {"host": fits.host, "launch": wide_launch(fits.launch)}
     specs = [spec for spec in (*HOST_FIGURES, *LAUNCH_FIGURES) if spec.column in tables[spec.table].columns]
     groups = frame_groups(frame)
     base = choose_baseline(groups, baseline)
-    points = _Points(frame)
+    frame = _with_sources(frame)
+    judge = _Judge(frame, threshold)
+    per_run = _per_run_fits(frame, {spec.table for spec in specs})
     rows = []
     for spec in specs:
         table = tables[spec.table].set_index("machine_id", drop=False)
         base_fit = table.loc[base] if base in table.index else None
         base_value = float(base_fit[spec.column]) if base_fit is not None else math.nan
-        base_samples: dict[tuple, np.ndarray] = {}  # the baseline's side of each anchor point, pooled once
+        run_table = per_run[spec.table]
+        values = (
+            pd.to_numeric(run_table[spec.column], errors="coerce").dropna()
+            if spec.column in run_table
+            else pd.Series(dtype=float)
+        )
+        values = values[values > 0]
+        kind = verdicts.kind_of(
+            "launch" if spec.table == "launch" else "ufunc_size",
+            spec.column,
+            "cuda" if spec.table == "launch" else None,
+        )
         for group in groups:
             if group not in table.index:
                 continue
@@ -957,47 +947,53 @@ def figure_table(frame: pd.DataFrame, fits: Fits, baseline: str | None) -> pd.Da
             fit_error = fit.get("fit_error") if spec.column in LAW_FIGURES else None
             if math.isnan(value) and not isinstance(fit_error, str):
                 continue
-            judged_on = ""
+            verdict = -1
             if math.isnan(value):  # the law could not be fitted: the row stays and says why
-                mark, p_value = f"not fitted: {fit_error}", math.nan
+                mark = f"not fitted: {fit_error}"
             elif group == base:
-                mark, p_value = MARK_BASELINE, math.nan
+                mark = MARK_BASELINE
             elif math.isnan(base_value):
-                mark, p_value = "not judged: the baseline has no such figure", math.nan
-            elif spec.anchor is None:
-                mark, p_value = spec.unjudged, math.nan
+                mark = "not judged: the baseline has no such figure"
+            elif spec.unjudged:
+                mark = spec.unjudged
             else:
-                point = points.anchor_rows(spec.anchor, base_fit, fit)
-                judged_on = _point_text(point, spec.anchor.as_rate)
-                if point.empty:
-                    mark, p_value = "not judged: no point measured in both groups", math.nan
-                else:
-                    base_rows = point[point["machine_id"] == base]
-                    key = tuple(base_rows.index)
-                    if key not in base_samples:
-                        base_samples[key] = pooled_samples(base_rows, spec.anchor.as_rate)
-                    own = pooled_samples(point[point["machine_id"] == group], spec.anchor.as_rate)
-                    mark, p_value = judge(own, base_samples[key])
+                mark, verdict = judge.add(values, None, group, base, kind, rate=spec.unit in RATE_UNITS)
             rows.append(
                 {
                     "figure": spec.label,
                     "short": SHORT_NAMES.get(spec.column, spec.label),
                     "unit": spec.unit,
+                    "kind": kind,
                     "machine_id": group,
                     "value": value,
                     "low": float(fit[spec.low]) if spec.low in fit.index else math.nan,
                     "high": float(fit[spec.high]) if spec.high in fit.index else math.nan,
-                    "ratio": value / base_value if base_value else math.nan,
+                    "ratio": time_ratio(value, base_value, spec.unit),
                     "mark": mark,
-                    "p_value": p_value,
-                    "judged_on": judged_on,
+                    "_verdict": verdict,
                 }
             )
     launch_labels = {spec.label for spec in LAUNCH_FIGURES}
     fitted = [row for row in rows if row["figure"] not in launch_labels]
     for figure in measured_figures(frame):
-        fitted += _measured_rows(frame, figure, groups, base)
+        fitted += _measured_rows(frame, figure, groups, base, judge)
     launch_rows = [row for row in rows if row["figure"] in launch_labels]
-    table = pd.DataFrame([*fitted, *launch_rows], columns=list(FIGURE_TABLE_COLUMNS))
+    table = pd.DataFrame([*fitted, *launch_rows], columns=[*FIGURE_TABLE_COLUMNS[:9], "mark", "_verdict"])
+    table = judge.apply(table)[list(FIGURE_TABLE_COLUMNS)]
     table.attrs["baseline"] = base
     return table
+
+
+def _per_run_fits(frame: pd.DataFrame, families: set[str]) -> dict[str, pd.DataFrame]:
+    """Each family's fit of every run alone (``machine_id`` = the run's source): the per-run figures a
+    verdict rests on (``analysis.verdicts``)."""
+    from analysis.host import fit_host
+    from analysis.launch import fit_launch
+
+    by_run = frame.assign(machine_id=frame["source"].astype(str))
+    out = {"host": pd.DataFrame(), "launch": pd.DataFrame()}
+    if "host" in families:
+        out["host"] = fit_host(by_run).set_index("machine_id")
+    if "launch" in families:
+        out["launch"] = wide_launch(fit_launch(by_run)).set_index("machine_id")
+    return out

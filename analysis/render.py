@@ -22,15 +22,10 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import pandas as pd
 
-from analysis.compare import (
-    ALPHA,
-    MARK_BASELINE,
-    MARK_NOT_SIGNIFICANT,
-    MARK_SIGNIFICANT,
-    Group,
-    ranked,
-)
+from analysis import verdicts
+from analysis.compare import Group, ranked
 from analysis.intervals import positive_interval
+from analysis.verdicts import MARK_BASELINE, MARK_CHANGED, MARK_INCONCLUSIVE, MARK_SAME
 from model.tables import format_table
 from model.units import fmt_count, fmt_rate, fmt_si, fmt_time
 
@@ -40,7 +35,7 @@ WIDE_MAX_GROUPS = 2
 LINE_WIDTH = 110
 
 #: One symbol per mark; every other mark ("not judged: …", "not fitted: …") shows as ``SYMBOL_UNJUDGED``.
-SYMBOLS = {MARK_SIGNIFICANT: "*", MARK_NOT_SIGNIFICANT: "~", MARK_BASELINE: ""}
+SYMBOLS = {MARK_CHANGED: "*", MARK_SAME: "=", MARK_INCONCLUSIVE: "~", MARK_BASELINE: ""}
 SYMBOL_UNJUDGED = "?"
 
 #: Formatter of each unit a figure table uses.
@@ -103,18 +98,34 @@ def group_lines(groups: Sequence[Group], by: str, markdown: bool, rule: str = ""
     return lines
 
 
-def legend_lines(marks: pd.Series, names: pd.Series, markdown: bool) -> list[str]:
-    """What each symbol in use means, once; for "?" every reason, with the rows it applies to."""
+def legend_lines(
+    marks: pd.Series, names: pd.Series, markdown: bool, judged: verdicts.Judged | None = None
+) -> list[str]:
+    """What each symbol in use means, once, with how the verdicts were reached (``judged``: the
+    correction's counts); for "?" every reason, with the rows it applies to."""
     bullet = "- " if markdown else "  "
     used = set(marks)
     lines = []
-    if MARK_SIGNIFICANT in used:
+    if judged is not None and judged.judged:
+        band = f"±{judged.threshold:.0%}"
         lines.append(
-            f"{bullet}* significant: the raw samples differ (two-sided Mann-Whitney U, tie- and "
-            f"continuity-corrected normal approximation, p < {ALPHA:g})"
+            f"{bullet}ratios: new ÷ baseline as times (a rate inverted), > 1 slower; a verdict rests on each "
+            f"run's own figure, the run the unit of evidence: {judged.judged} figures judged, "
+            f"{judged.changed} changed (Benjamini–Hochberg, false discovery rate "
+            f"{verdicts.FALSE_DISCOVERY:.0%}; band {band}, --threshold)"
         )
-    if MARK_NOT_SIGNIFICANT in used:
-        lines.append(f"{bullet}~ within noise (p ≥ {ALPHA:g})")
+    if MARK_CHANGED in used:
+        lines.append(
+            f"{bullet}* changed: the ratio's interval lies wholly outside the band (false-coverage-adjusted "
+            "level, Benjamini & Yekutieli 2005)"
+        )
+    if MARK_SAME in used:
+        lines.append(f"{bullet}= the same: the ratio's 95 % interval lies wholly inside the band")
+    if MARK_INCONCLUSIVE in used:
+        lines.append(
+            f"{bullet}~ inconclusive: the ratio's interval reaches past the band's edge: more runs a side "
+            "would tell"
+        )
     reasons: dict[str, list[str]] = {}
     for mark, name in zip(marks, names, strict=True):
         if symbol(mark) == SYMBOL_UNJUDGED:
@@ -131,34 +142,38 @@ CHANGES_SHOWN = 5
 
 
 def change_lines(table: pd.DataFrame, groups: Sequence[Group], markdown: bool) -> list[str]:
-    """The largest significant differences from the baseline of a figure table, largest first (by how far
-    the ratio is from 1, either way), at most ``CHANGES_SHOWN``: what a reader looks for first, above the
-    table that holds every figure in family order. One line saying so when every judged difference is
-    within noise; none when nothing was judged (no raw samples) or there is no second group."""
+    """The largest changes from the baseline of a figure table, largest first (by how far the ratio is from
+    1, either way), at most ``CHANGES_SHOWN``, each with its direction in words and its interval: what a
+    reader looks for first, above the table that holds every figure in family order. One line saying so
+    when no judged figure changed; none when nothing was judged or there is no second group."""
     if len(groups) < 2:
         return []
     codes = {group.label: group.code for group in groups}
     others = table[table["machine_id"].isin(codes) & (table["machine_id"] != groups[0].label)]
-    judged = int(others["mark"].isin([MARK_SIGNIFICANT, MARK_NOT_SIGNIFICANT]).sum())
+    judged = int(others["mark"].isin([MARK_CHANGED, MARK_SAME, MARK_INCONCLUSIVE]).sum())
     if not judged:
         return []
-    significant = others[others["mark"] == MARK_SIGNIFICANT]
-    if significant.empty:
-        return [f"No significant change: all {judged} judged differences are within noise."]
-    distance = np.abs(np.log(pd.to_numeric(significant["ratio"], errors="coerce").astype(float)))
-    shown = significant.loc[distance.sort_values(ascending=False, kind="stable").index].head(CHANGES_SHOWN)
+    changed = others[others["mark"] == MARK_CHANGED]
+    if changed.empty:
+        same = int((others["mark"] == MARK_SAME).sum())
+        return [
+            f"No change: none of the {judged} judged figures lies outside the band ({same} the same, "
+            f"{judged - same} inconclusive)."
+        ]
+    distance = np.abs(np.log(pd.to_numeric(changed["ratio"], errors="coerce").astype(float)))
+    shown = changed.loc[distance.sort_values(ascending=False, kind="stable").index].head(CHANGES_SHOWN)
     base = table[table["machine_id"] == groups[0].label].drop_duplicates("figure").set_index("figure")
     bullet = "- " if markdown else "  "
-    lines = [
-        f"Largest significant changes ({len(shown)} of {len(significant)}, largest first; every figure "
-        "below):"
-    ]
+    lines = [f"Largest changes ({len(shown)} of {len(changed)}, largest first; every figure below):"]
     for row in shown.itertuples(index=False):
         fmt = FORMATTERS[row.unit]
         before = float(base["value"].get(row.figure, math.nan))
         who = f"{codes[row.machine_id]}  " if len(groups) > 2 else ""
         was = f"{fmt(before)} → " if math.isfinite(before) else ""
-        lines.append(f"{bullet}{who}{row.figure}: {was}{fmt(row.value)} {_ratio(row.ratio)}")
+        interval = f" [{row.ratio_low:#.3g}–{row.ratio_high:#.3g}]" if math.isfinite(row.ratio_low) else ""
+        lines.append(
+            f"{bullet}{who}{row.figure}: {was}{fmt(row.value)} {verdicts.direction(row.ratio)}{interval}"
+        )
     return lines
 
 
@@ -180,15 +195,15 @@ def figure_lines(
     else:
         lines += _figures_as_rows(table, groups, markdown)
     figure_names = table["short"] if len(groups) > WIDE_MAX_GROUPS else table["figure"]
-    lines += ["", *legend_lines(table["mark"], figure_names, markdown)]
-    judged = table.loc[table["judged_on"] != "", ["short", "judged_on"]].drop_duplicates()
-    if not judged.empty:
-        lines.append(f"{'- ' if markdown else '  '}judged on the raw samples of:")
+    lines += ["", *legend_lines(table["mark"], figure_names, markdown, table.attrs.get("verdicts"))]
+    evidence = table.loc[table["evidence"] != "", "evidence"].drop_duplicates()
+    if not evidence.empty:
+        lines.append(f"{'- ' if markdown else '  '}evidence:")
         indent = "  - " if markdown else "      "
-        lines += [f"{indent}{row.short}: {row.judged_on}" for row in judged.itertuples(index=False)]
+        lines += [f"{indent}{text}" for text in evidence]
     lines.append(
-        f"{'- ' if markdown else '  '}intervals: 95 % bootstrap; CPU figures from each case's fastest round "
-        "(min), GPU launch figures from the median of the rounds"
+        f"{'- ' if markdown else '  '}figures' intervals: 95 % bootstrap; CPU figures from each case's "
+        "fastest round (min), GPU launch figures from the median of the rounds"
     )
     return lines
 
@@ -278,7 +293,7 @@ def case_lines(
     rule: str = "",
 ) -> list[str]:
     """The cases of ``analysis.compare.case_table`` for people: one row per case and group other than the
-    baseline, significant differences first, then by how far the ratio is from 1 (``ranked``); the first
+    baseline, changes first, then by how far the ratio is from 1 (``ranked``); the first
     ``top`` rows (all when None). Each statistic shows as "baseline → this ×ratio"."""
     codes = {group.label: group.code for group in groups}
     rows_ranked = ranked(table)
@@ -306,11 +321,14 @@ def case_lines(
     lines += _table(header, rows, markdown)
     if len(shown) < len(rows_ranked):
         lines.append(
-            f"… and {len(rows_ranked) - len(shown)} more rows (shown: the first {len(shown)}, significant "
-            "differences first, then by how far the ratio is from 1; --top N)"
+            f"… and {len(rows_ranked) - len(shown)} more rows (shown: the first {len(shown)}, changes "
+            "first, then by how far the ratio is from 1; --top N)"
         )
     names = [case_name(row, keys) for row in shown.to_dict("records")]
-    lines += ["", *legend_lines(shown["mark"], pd.Series(names, dtype=object), markdown)]
+    lines += [
+        "",
+        *legend_lines(shown["mark"], pd.Series(names, dtype=object), markdown, table.attrs.get("verdicts")),
+    ]
     return lines
 
 

@@ -28,6 +28,7 @@ from analysis.output import DEFAULT_FIGURE_FORMATS, publish, staging
 from analysis.render import figure_lines, markdown_table, with_interval
 from analysis.runs import Selection, selection_lines
 from analysis.trust import stability, unstable_line, verdict
+from analysis.verdicts import with_run_kinds
 from model.units import (
     fmt_count,
     fmt_percent,
@@ -576,7 +577,7 @@ def _write_report(
     frame = result.frame
     fits = fit_all(frame, memo=memo)
     groups = group_runs(result.runs, BY_MACHINE, baseline)
-    table = compared_table(frame, fits, groups.baseline.label, memo)
+    table = compared_table(with_run_kinds(frame, result.runs), fits, groups.baseline.label, memo)
     figure_paths = write_figures(frame, fits, table, out_dir, formats, memo=memo)
     figures: dict[str, list[str]] = {}
     for path in sorted(figure_paths, key=lambda path: _LINK_ORDER.get(path.suffix, len(_LINK_ORDER))):

@@ -15,8 +15,11 @@ from pathlib import Path
 import pytest
 
 from analysis.__main__ import main
-from analysis.compare import MARK_NO_DATA, MARK_NOT_SIGNIFICANT, MARK_SIGNIFICANT, case_ratios, case_table
+from analysis.compare import case_ratios, case_table
 from analysis.foreign import load_cases
+from analysis.verdicts import MARK_CHANGED, MARK_INCONCLUSIVE, MARK_SAME
+
+JUDGED = (MARK_CHANGED, MARK_SAME, MARK_INCONCLUSIVE)
 
 #: A test module of another suite: three cases, two of them one test with a parameter.
 SUITE_MODULE = """
@@ -87,7 +90,7 @@ def test_the_runs_are_another_suites(two_runs: tuple[Path, Path]) -> None:
         assert all(len(bench["stats"]["data"]) >= 15 for bench in doc["benchmarks"])
 
 
-def test_cases_are_matched_by_fullname_and_judged_on_their_samples(
+def test_cases_are_matched_by_fullname_and_judged_run_against_run(
     two_runs: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
     first, second = two_runs
@@ -105,12 +108,13 @@ def test_cases_are_matched_by_fullname_and_judged_on_their_samples(
             assert other[f"{statistic}_s"] == stats[second.name][case][statistic]
             ratio = stats[second.name][case][statistic] / stats[first.name][case][statistic]
             assert other[f"{statistic}_ratio"] == pytest.approx(ratio)
-        assert other["mark"] in (MARK_SIGNIFICANT, MARK_NOT_SIGNIFICANT)
+        assert other["mark"] in JUDGED
         assert 0 <= other["p_value"] <= 1
+        assert other["ratio_low"] <= other["ratio"] <= other["ratio_high"]
         assert base["mark"] == "baseline"
 
 
-def test_a_run_saved_without_samples_is_not_judged(
+def test_a_run_saved_without_samples_is_judged_on_its_statistics(
     two_runs: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     doc = read(two_runs[1])
@@ -120,7 +124,7 @@ def test_a_run_saved_without_samples_is_not_judged(
     document = compare_json([str(two_runs[0]), str(saved), "--by", "run"], capsys)
     others = [row for row in document["cases"] if row["code"] == "B"]
     assert len(others) == 3
-    assert all(row["mark"] == MARK_NO_DATA and row["p_value"] is None for row in others)
+    assert all(row["mark"] in JUDGED and row["p_value"] is not None for row in others)
     assert all(math.isfinite(row["median_ratio"]) for row in others)
 
 
@@ -167,7 +171,7 @@ def test_older_layouts_compare_as_the_same_machine(
     assert len({tuple(group["machines"]) for group in document["groups"]}) == 1
     others = [row for row in document["cases"] if row["code"] == "B"]
     assert {row["fullname"] for row in others} == CASES
-    assert all(row["mark"] in (MARK_SIGNIFICANT, MARK_NOT_SIGNIFICANT) for row in others)
+    assert all(row["mark"] in JUDGED for row in others)
 
 
 def test_a_bad_case_is_one_line_and_the_rest_is_used(
@@ -192,7 +196,7 @@ def test_text_at_many_cases_shows_the_top_rows(
 ) -> None:
     assert main(["compare", str(two_runs[0]), str(two_runs[1]), "--by", "run", "--top", "2"]) == 0
     out = capsys.readouterr().out
-    assert "… and 1 more rows (shown: the first 2, significant differences first" in out
+    assert "… and 1 more rows (shown: the first 2, changes first" in out
     loaded = load_cases(list(two_runs), samples=True)
     labelled = loaded.frame.assign(machine_id=loaded.frame["source"].map(lambda s: Path(s).name))
     table = case_table(labelled, ["fullname"], "run1.json", ("min", "median"))

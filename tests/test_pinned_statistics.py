@@ -151,175 +151,176 @@ HOST_FITS = {
     },
 }
 
-#: The Xeon run (baseline) against the EPYC run: figure -> (ratio, p-value) of the EPYC's row.
+#: The Xeon run (baseline) against the EPYC run: figure -> (time ratio, the verdict's corrected p-value) of
+#: the EPYC's row (``analysis.verdicts``: one run a side, the default spread).
 FIGURES_XEON_VS_EPYC = {
-    "t0, fixed cost per call": (0.8342547245522357, 9.037275633873127e-06),
-    "per element, in cache": (0.4459044510229665, 1.965042753221799e-43),
-    "r∞, in cache": (2.2426329176707287, 1.965042753221799e-43),
+    "t0, fixed cost per call": (0.8342547245522368, 0.01067105683851897),
+    "per element, in cache": (0.44590445102296594, 3.0203271072268237e-07),
+    "r∞, in cache": (0.44590445102296594, 3.0203271072268237e-07),
     "n½ = t0·r∞": (1.8709271070031708, None),
-    "per element, from DRAM": (0.32351141385479343, None),
-    "copy bandwidth": (1.446956580131325, 0.021133928129161116),
-    "triad bandwidth": (2.537042782891451, 0.0001826717911095504),
+    "per element, from DRAM": (0.3235114138547935, 3.291098825159557e-122),
+    "copy bandwidth": (0.6911057413410718, 9.976261762449506e-22),
+    "triad bandwidth": (0.3941596912529425, 7.169937615990896e-143),
     "read bandwidth": (None, None),
-    "many vs one, 1,024 pieces (views)": (0.6762031684955004, 2.990103437670001e-44),
-    "many vs one, 1,024 pieces (slices)": (0.7781225344736322, 1.4505892778589436e-23),
-    "decode step, CPU fused": (0.7017004061755061, 4.697784903459565e-22),
-    "decode step, CPU unfused": (0.5047587419280304, 4.3383680275831155e-20),
+    "many vs one, 1,024 pieces (views)": (0.6762031684955007, 0.0),
+    "many vs one, 1,024 pieces (slices)": (0.7781225344736323, 2.9233587092965703e-149),
+    "decode step, CPU fused": (0.7017004061755063, 3.0398171379334904e-23),
+    "decode step, CPU unfused": (0.5047587419280306, 1.2067000011668562e-89),
 }
 
 #: ``point_table`` of the same pair (all on the CPU; decode steps at batch 1, ctx 1024): the EPYC's point ->
-#: (ratio of medians, p-value).
+#: (ratio of medians, the verdict's corrected p-value).
 POINTS_XEON_VS_EPYC = {
     "case=decode_step op=decode_step dtype=float32 n_calls=126 plan=fused config=tiny-llama-4L-1024": (
-        0.6789379179106161,
-        4.697784903459608e-22,
+        0.6789379179106162,
+        6.368736982796389e-18,
     ),
     "case=decode_step op=decode_step dtype=float32 n_calls=158 plan=unfused config=tiny-llama-4L-1024": (
-        0.6105524550341747,
-        4.338368027583168e-20,
+        0.6105524550341743,
+        1.6392483354124456e-42,
     ),
     "case=host_bandwidth op=copy dtype=float64 n=16777216": (None, None),
     "case=host_bandwidth op=read dtype=float32 n=33554432": (None, None),
     "case=host_bandwidth op=triad dtype=float64 n=16777216": (None, None),
     "case=many_vs_one op=np.add dtype=float32 n=256 pieces=1024 variant=slices n_calls=1024": (
-        0.7727462176248021,
-        1.4505892778589577e-23,
+        0.7727462176248016,
+        2.039165661509439e-43,
     ),
     "case=many_vs_one op=np.add dtype=float32 n=256 pieces=1024 variant=views n_calls=1024": (
-        0.6863310759702491,
-        2.9901034376701017e-44,
+        0.6863310759702487,
+        0.0,
     ),
     "case=many_vs_one op=np.add dtype=float32 n=512 pieces=512 variant=slices n_calls=512": (
-        0.7033799751423914,
-        1.6547144538459467e-31,
+        0.7033799751423913,
+        0.0,
     ),
     "case=many_vs_one op=np.add dtype=float32 n=512 pieces=512 variant=views n_calls=512": (
-        0.5923470206493061,
-        5.635689020085879e-59,
+        0.5923470206493066,
+        0.0,
     ),
     "case=many_vs_one op=np.add dtype=float32 n=1024 pieces=256 variant=slices n_calls=256": (
-        0.6270436863807597,
-        6.64845892638772e-49,
+        0.6270436863807598,
+        0.0,
     ),
     "case=many_vs_one op=np.add dtype=float32 n=1024 pieces=256 variant=views n_calls=256": (
-        0.49808498825843744,
-        1.598943526974661e-71,
+        0.49808498825843756,
+        0.0,
     ),
     "case=many_vs_one op=np.add dtype=float32 n=2048 pieces=128 variant=slices n_calls=128": (
-        0.8196497699711678,
-        6.5389222802274125e-74,
+        0.8196497699711673,
+        0.0006248220980845867,
     ),
     "case=many_vs_one op=np.add dtype=float32 n=2048 pieces=128 variant=views n_calls=128": (
-        0.5780980730123015,
-        2.195622184523175e-34,
+        0.5780980730123018,
+        9.194495167884932e-119,
     ),
     "case=many_vs_one op=np.add dtype=float32 n=4096 pieces=64 variant=slices n_calls=64": (
         0.7059764215896969,
-        6.245761117817605e-27,
+        2.3448315224638704e-308,
     ),
     "case=many_vs_one op=np.add dtype=float32 n=4096 pieces=64 variant=views n_calls=64": (
-        0.4208842903481735,
-        1.0152604331018721e-47,
+        0.42088429034817315,
+        0.0,
     ),
     "case=many_vs_one op=np.add dtype=float32 n=8192 pieces=32 variant=slices n_calls=32": (
-        0.5869776812351131,
-        1.9136003056839888e-36,
+        0.5869776812351132,
+        0.0,
     ),
     "case=many_vs_one op=np.add dtype=float32 n=8192 pieces=32 variant=views n_calls=32": (
-        0.3790663746583865,
-        3.620275941256282e-23,
+        0.37906637465838644,
+        0.0,
     ),
     "case=many_vs_one op=np.add dtype=float32 n=16384 pieces=16 variant=slices n_calls=16": (
-        0.3433613576044049,
-        1.0954166971234912e-58,
+        0.34336135760440495,
+        0.0,
     ),
     "case=many_vs_one op=np.add dtype=float32 n=16384 pieces=16 variant=views n_calls=16": (
-        0.3134046384032949,
-        2.3583518845007427e-64,
+        0.31340463840329463,
+        0.0,
     ),
     "case=many_vs_one op=np.add dtype=float32 n=32768 pieces=8 variant=slices n_calls=8": (
-        0.30958320377559295,
-        1.746489951799903e-65,
+        0.3095832037755931,
+        0.0,
     ),
     "case=many_vs_one op=np.add dtype=float32 n=32768 pieces=8 variant=views n_calls=8": (
-        0.2750396334109997,
-        3.965802055105039e-25,
+        0.27503963341099924,
+        0.0,
     ),
     "case=many_vs_one op=np.add dtype=float32 n=65536 pieces=4 variant=slices n_calls=4": (
         0.2746803970126005,
-        2.1726158263866294e-25,
+        0.0,
     ),
     "case=many_vs_one op=np.add dtype=float32 n=65536 pieces=4 variant=views n_calls=4": (
-        0.2920954642802337,
-        2.673945806541237e-70,
+        0.29209546428023336,
+        0.0,
     ),
     "case=many_vs_one op=np.add dtype=float32 n=131072 pieces=2 variant=slices n_calls=2": (
-        0.2696088996539497,
-        6.94973560790667e-72,
+        0.26960889965395,
+        0.0,
     ),
     "case=many_vs_one op=np.add dtype=float32 n=131072 pieces=2 variant=views n_calls=2": (
-        0.26370083768964964,
-        6.702375522672499e-30,
+        0.26370083768964986,
+        0.0,
     ),
     "case=many_vs_one op=np.add dtype=float32 n=262144 pieces=1 variant=slices n_calls=1": (
-        0.2677102834716464,
-        4.465332343333291e-64,
+        0.26771028347164627,
+        0.0,
     ),
     "case=many_vs_one op=np.add dtype=float32 n=262144 pieces=1 variant=views n_calls=1": (
-        0.28305847180662963,
-        2.4203138116149395e-29,
+        0.2830584718066299,
+        0.0,
     ),
     "case=ufunc_size op=np.add dtype=float32 n=1 n_calls=64": (
         0.9470259374154928,
-        9.037275633873127e-06,
+        0.36452389398768664,
     ),
     "case=ufunc_size op=np.add dtype=float32 n=4 n_calls=64": (
-        1.164766203190156,
-        5.990967620981294e-05,
+        1.164766203190157,
+        0.02064064730411071,
     ),
     "case=ufunc_size op=np.add dtype=float32 n=16 n_calls=64": (
-        1.3453282613453013,
-        9.252775082307484e-53,
+        1.3453282613453024,
+        3.5696070749342443e-23,
     ),
     "case=ufunc_size op=np.add dtype=float32 n=64 n_calls=64": (
         1.2204917159086073,
-        3.7819930631992987e-06,
+        4.819805371706169e-08,
     ),
     "case=ufunc_size op=np.add dtype=float32 n=256 n_calls=64": (
-        1.3088874647676976,
-        6.062715854634999e-17,
+        1.3088874647676971,
+        5.872348968697649e-19,
     ),
     "case=ufunc_size op=np.add dtype=float32 n=1024 n_calls=64": (
-        1.3290170710934388,
-        2.636992632481655e-10,
+        1.3290170710934393,
+        1.3859542545535214e-09,
     ),
     "case=ufunc_size op=np.add dtype=float32 n=4096 n_calls=16": (
-        0.9927709862822145,
-        0.00022461964447509082,
+        0.9927709862822136,
+        1.0,
     ),
     "case=ufunc_size op=np.add dtype=float32 n=16384 n_calls=4": (
-        0.528275897703181,
-        5.878626101595716e-42,
+        0.5282758977031813,
+        7.624027150585696e-37,
     ),
     "case=ufunc_size op=np.add dtype=float32 n=65536 n_calls=1": (
-        0.31981817559461373,
-        1.965042753221799e-43,
+        0.31981817559461356,
+        0.0,
     ),
     "case=ufunc_size op=np.add dtype=float32 n=262144 n_calls=1": (
         0.24047501418089412,
-        1.0375347893068888e-26,
+        0.0,
     ),
     "case=ufunc_size op=np.add dtype=float32 n=1048576 n_calls=1": (
-        0.19905192247443412,
-        1.925651532294996e-50,
+        0.19905192247443396,
+        0.0,
     ),
     "case=ufunc_size op=np.add dtype=float32 n=4194304 n_calls=1": (
         0.3006944115127246,
-        1.2410549276553616e-31,
+        0.0,
     ),
     "case=ufunc_size op=np.add dtype=float32 n=16777216 n_calls=1": (
-        0.36093607255240207,
-        9.052395150780422e-19,
+        0.3609360725524019,
+        1.1242954827263752e-296,
     ),
 }
 

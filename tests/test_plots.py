@@ -21,7 +21,7 @@ from matplotlib.figure import Figure
 from matplotlib.text import Text
 
 from analysis.__main__ import main
-from analysis.compare import MARK_SIGNIFICANT, figure_table
+from analysis.compare import figure_table
 from analysis.decode import decode_table
 from analysis.decode_text import where
 from analysis.figures import FIGURES_DIR, build_figures, figure_jobs
@@ -32,6 +32,7 @@ from analysis.launch import fitted
 from analysis.load import load_runs
 from analysis.output import MANIFEST_NAME
 from analysis.runs import select_runs
+from analysis.verdicts import MARK_CHANGED
 from model.units import fmt_count, fmt_signed_percent, fmt_time
 from tests.test_decode_analysis import _host_fits, _launch_fits, _steps
 from tests.test_plots_collisions import DATA, REAL_RUN, TODAY, _fanout, synthetic_everything_run
@@ -341,22 +342,23 @@ def test_gpu_decode_steps_show_the_calibrated_roofline_beside_the_datasheet_one(
 # --- machines -----------------------------------------------------------------------------------------------
 
 
-def test_machines_rows_say_which_way_is_better_and_read_more_than_one_as_better(real_inputs, real) -> None:
+def test_machines_rows_say_what_their_ratio_is_and_draw_it_as_the_table_does(real_inputs, real) -> None:
     _, _, table = real_inputs  # figure_table(frame, fits, None): the table the figure was drawn from
     _, _, figures = real
     figure = figures["machines"]
     (ax,) = figure.axes
     labels = _tick_texts(ax.yaxis)
-    assert all(re.search(r"\((lower|higher|neither) is better\)$", label) for label in labels)
+    assert all(
+        re.search(r"\((time|rate, inverted|count: neither side is better)\)$", label) for label in labels
+    )
     other = table[table["machine_id"] != table.attrs["baseline"]].set_index("figure")
     drawn = {label.split("\n")[0]: label for label in labels}
     points = [line for line in ax.get_lines() if line.get_marker() not in (None, "None", "")]
     positions = {round(float(line.get_ydata()[0])): float(line.get_xdata()[0]) for line in points}
     for row, name in enumerate(drawn):
         ratio = float(other.loc[name, "ratio"])
-        expected = 1 / ratio if other.loc[name, "unit"] == "s" else ratio
-        assert positions[row] == pytest.approx(expected)
-        judged = other.loc[name, "mark"] == MARK_SIGNIFICANT
+        assert positions[row] == pytest.approx(ratio)  # as the table states it: > 1 slower
+        judged = other.loc[name, "mark"] == MARK_CHANGED
         line = next(line for line in points if round(float(line.get_ydata()[0])) == row)
         assert (line.get_markerfacecolor() != "white") == judged
     # The read bandwidth the older Xeon run lacks is named under the figure, not dropped silently.
@@ -364,15 +366,14 @@ def test_machines_rows_say_which_way_is_better_and_read_more_than_one_as_better(
     assert "Left out: read bandwidth" in figure.get_supxlabel().replace("\n", " ")
 
 
-def test_machines_title_counts_better_and_worse_from_the_oriented_ratios(real_inputs, real) -> None:
+def test_machines_title_counts_faster_and_slower_from_the_table_s_time_ratios(real_inputs, real) -> None:
     _, _, table = real_inputs  # figure_table(frame, fits, None): the table the figure was drawn from
     _, _, figures = real
     other = table[(table["machine_id"] != table.attrs["baseline"]) & table["ratio"].notna()]
     directed = other[other["unit"] != "count"]
-    oriented = np.where(directed["unit"] == "s", 1 / directed["ratio"], directed["ratio"])
     title = figures["machines"].get_suptitle().replace("\n", " ")
-    better, worse = int((oriented > 1).sum()), int((oriented < 1).sum())
-    assert f"faster or more on {better}, slower or less on {worse} of {len(directed)} figures" in title
+    faster, slower = int((directed["ratio"] < 1).sum()), int((directed["ratio"] > 1).sum())
+    assert f"faster on {faster}, slower on {slower} of {len(directed)} figures" in title
 
 
 # --- GPU and per-op figures ---------------------------------------------------------------------------------

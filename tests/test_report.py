@@ -18,6 +18,7 @@ from analysis.decode_text import model_cell, where
 from analysis.fits import fit_all
 from analysis.host import BASIS_LAW, BASIS_WHOLE
 from analysis.load import SUITE, load_runs
+from analysis.render import symbol
 from analysis.report import write_report
 from analysis.runs import select_runs
 from model.launch import DEFAULT_GAP_S, compose
@@ -215,16 +216,18 @@ def test_two_machines_are_compared_in_the_report(tmp_path: Path) -> None:
     )
     text = written.path.read_text(encoding="utf-8")
     assert "- A  slow-box / synthetic CPU / SYNTHETIC test GPU (not a measurement) (1 run)" in text
-    # 1.3x slower everywhere: the other machine's launch cost is 1/1.3 of the baseline's, and significant.
+    # 1.3x slower everywhere: the other machine's launch cost is 1/1.3 of the baseline's, and changed.
     (line,) = [line for line in text.splitlines() if line.startswith("| cost per launch (s)")]
     ratio, mark = line.split("×")[1].split()[:2]
     assert float(ratio) == pytest.approx(1 / 1.3, rel=0.02)
     assert mark == "*"
-    assert "- * significant: the raw samples differ" in text
+    assert "- * changed: the ratio's interval lies wholly outside the band" in text
     assert "machines" in {p.stem for p in written.figures}
 
 
-def test_report_without_raw_samples_says_it_could_not_judge(tmp_path: Path) -> None:
+def test_report_without_raw_samples_judges_run_against_run(tmp_path: Path) -> None:
+    """Each run's own fit is the evidence: runs saved without their rounds are judged all the same, each row
+    with its ratio and its verdict's symbol."""
     docs = [synthetic_gpu_run(seed=1), synthetic_gpu_run(seed=2)]
     docs[1]["machine_info"][SUITE]["host"] = "other-box"
     for doc in docs:
@@ -235,23 +238,22 @@ def test_report_without_raw_samples_says_it_could_not_judge(tmp_path: Path) -> N
     loaded = load_runs([tmp_path / "0.json", tmp_path / "1.json"], samples=True)
     frame = loaded.frame
     assert frame["data"].isna().all()
-    from analysis.compare import MARK_NO_DATA, figure_table
+    from analysis.compare import figure_table
+    from analysis.verdicts import MARK_CHANGED, MARK_INCONCLUSIVE, MARK_SAME
 
     base = str(frame.loc[~frame["machine_id"].str.startswith("other-box /"), "machine_id"].iloc[0])
     table = figure_table(frame, fit_all(frame), baseline=base)
     other = table["machine_id"].str.startswith("other-box /")
-    judged = table[other & (table["judged_on"] != "")]
+    judged = table[other & (table["evidence"] != "")]
     assert not judged.empty
-    assert (judged["mark"] == MARK_NO_DATA).all()
-    assert table["p_value"].isna().all()
+    assert judged["mark"].isin([MARK_CHANGED, MARK_SAME, MARK_INCONCLUSIVE]).all()
+    assert judged["p_value"].between(0, 1).all()
     assert not math.isnan(table.loc[other, "ratio"].iloc[0])
-    # The report says so on the row of every figure the test would have judged, with its ratio and no p.
+    # The report gives every judged figure its ratio and its verdict's symbol.
     text = write_report(select_runs(loaded), tmp_path / "out", baseline=base).path.read_text(encoding="utf-8")
     for row in judged.itertuples(index=False):
         (line,) = [line for line in text.splitlines() if line.startswith(f"| {row.figure} ({row.unit}) |")]
-        assert line.endswith(f" ×{row.ratio:#.3g} ? |")
-        assert "p =" not in line and "p <" not in line
-    assert f"- ? {MARK_NO_DATA} (" in text
+        assert line.endswith(f" ×{row.ratio:#.3g} {symbol(row.mark)} |")
 
 
 def test_decode_section_of_a_real_cpu_decode_run(tmp_path: Path) -> None:

@@ -189,15 +189,19 @@ def test_compare_of_tests_data_names_the_runs_it_used_and_left_out(
 ) -> None:
     assert main(["compare", str(DATA), "--no-samples"]) == 0
     out = capsys.readouterr().out.splitlines()
-    today = ", ".join(str(DATA / "runs" / f"epyc-2core-full-{i}.json") for i in (1, 2, 3))
-    assert out[0] == f"Runs used: 5 (3 machines): {EPYC_FULL}, {XEON_FULL}, {today}"
+    aa = ", ".join(str(path) for path in sorted((DATA / "aa").glob("*.json"))[:8])
+    # The twelve quick runs of tests/data/aa are of a machine with no full run: used, each named.
+    assert out[0] == f"Runs used: 17 (4 machines): {aa}, and 9 more"
     assert out[1] == (
         f"{XEON_QUICK}: left out: a quick run (--quick; no run record: ufunc_size/many_vs_one max_time "
         "0.1 s) of a machine with full runs: fewer sizes and rounds than a full run; --include-quick pools it"
     )
-    assert out[2].startswith("2 run(s) saved without a run record")
+    assert out[2].startswith(
+        "machine vm#7164ee70 / Linux / Intel(R) Xeon(R) Processor / no GPU: only quick runs (12)"
+    )
+    assert out[3].startswith("2 run(s) saved without a run record")
     assert main(["compare", str(DATA), "--no-samples", "--include-quick"]) == 0
-    assert capsys.readouterr().out.splitlines()[0].startswith("Runs used: 6 (3 machines)")
+    assert capsys.readouterr().out.splitlines()[0].startswith("Runs used: 18 (4 machines)")
 
 
 def test_the_legacy_quick_rule_reads_the_cpu_cases_time_budget() -> None:

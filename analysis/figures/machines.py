@@ -1,12 +1,12 @@
 """``machines``: every fitted figure of each machine against the baseline machine (``analysis.compare``'s
 figure table), one row per figure.
 
-A ratio is drawn so that > 1 always means "this machine is faster or has more": times (lower is better) as
-baseline ÷ this machine, rates (higher is better) as this machine ÷ baseline; n½ has no better side and is
-drawn as this machine ÷ baseline, its row says so. Each row's label says which way its raw figure is better.
-Filled markers: differences the Mann-Whitney test found significant; hollow: within noise or not judged.
-Figures a machine has no ratio for (not measured, not fitted, the baseline lacks them) are listed under the
-figure, never dropped silently.
+A ratio is drawn as the comparison table states it (``analysis.compare.time_ratio``), so that text and figure
+say one thing: new ÷ baseline as times, > 1 = slower (a rate inverted); n½ has no better side and is drawn as
+this group ÷ baseline, its row says so. Filled markers: figures the verdict marks changed
+(``analysis.verdicts``); hollow: the same, inconclusive or not judged. The groups are machines, runs or a
+fact's values, as compare grouped them, and are called groups. Figures a group has no ratio for (not
+measured, not fitted, the baseline lacks them) are listed under the figure, never dropped silently.
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from analysis.compare import MARK_NOT_SIGNIFICANT, MARK_SIGNIFICANT
 from analysis.figures.style import (
     TICK_PT,
     DirectLabel,
@@ -29,14 +28,11 @@ from analysis.figures.style import (
     ratio_axis,
     side_legend,
 )
+from analysis.verdicts import MARK_CHANGED, MARK_INCONCLUSIVE, MARK_SAME
 
-#: unit -> (which way the raw figure is better, whether the ratio is inverted to read > 1 = better).
-_DIRECTION = {
-    "s": ("lower is better", True),
-    "B/s": ("higher is better", False),
-    "elem/s": ("higher is better", False),
-}
-_NEITHER = ("neither is better", False)
+#: unit -> what its drawn ratio means.
+_DIRECTION = {"s": "time", "B/s": "rate, inverted", "elem/s": "rate, inverted"}
+_NEITHER = "count: neither side is better"
 _ROW_IN = 0.34
 
 
@@ -48,10 +44,7 @@ def machines(table: pd.DataFrame) -> Figure | None:
     baseline = table.attrs["baseline"]
     others = table[table["machine_id"] != baseline].copy()
     ratio = others["ratio"].astype(float)
-    others["oriented"] = [
-        (1 / r if _DIRECTION.get(unit, _NEITHER)[1] else r) if math.isfinite(r) and r > 0 else math.nan
-        for r, unit in zip(ratio, others["unit"], strict=True)
-    ]
+    others["oriented"] = [r if math.isfinite(r) and r > 0 else math.nan for r in ratio]
     drawn = others[np.isfinite(others["oriented"])]
     if drawn.empty:
         return None
@@ -70,7 +63,7 @@ def machines(table: pd.DataFrame) -> Figure | None:
                 continue
             row = mine.loc[name]
             y = position + (k - (len(others_ids) - 1) / 2) * spread
-            significant = row["mark"] == MARK_SIGNIFICANT
+            significant = row["mark"] == MARK_CHANGED
             ax.plot(
                 row["oriented"],
                 y,
@@ -84,24 +77,22 @@ def machines(table: pd.DataFrame) -> Figure | None:
                 places = [(6, 0, "left", "center_baseline"), (-6, 0, "right", "center_baseline")]
                 value_labels.append(direct_label(ax, f"{row['oriented']:.2g}×", (row["oriented"], y), places))
     ax.axvline(1.0, color="0.3", linewidth=1, zorder=1)
-    labels = [f"{name}\n({_DIRECTION.get(units[name], _NEITHER)[0]})" for name in figures]
+    labels = [f"{name}\n({_DIRECTION.get(units[name], _NEITHER)})" for name in figures]
     ax.set_yticks(range(len(figures)), labels, fontsize=TICK_PT)
     ax.set_ylim(len(figures) - 0.5, -0.5)
     for position in range(len(figures) - 1):
         ax.axhline(position + 0.5, color="0.9", linewidth=0.8, zorder=0)
-    ratio_axis(
-        ax, drawn["oriented"], "against the baseline, > 1 = this machine faster (times) or more (rates, n½)"
-    )
+    ratio_axis(ax, drawn["oriented"], "this group ÷ the baseline as times (rates inverted): > 1 = slower")
     _legend(figure, names, others_ids)
     caption = (
-        f"Baseline: {names.label(baseline)}. Times are drawn as baseline ÷ this machine, rates and n½ as "
-        "this machine ÷ baseline. " + _left_out(table, others, baseline, names) + names.caption()
+        f"Baseline: {names.label(baseline)}. Ratios as the compare table gives them: new ÷ baseline times, "
+        "rates inverted, n½ plain. " + _left_out(table, others, baseline, names) + names.caption()
     )
     return finish(figure, _title(drawn, names, baseline, others_ids), caption, value_labels)
 
 
 def _legend(figure: Figure, names: Machines, ids: list[str]) -> None:
-    """The side legend: each machine's (or group's) marker, then filled = significant, hollow = not."""
+    """The side legend: each group's marker, then filled = changed, hollow = not."""
     handles = [
         Line2D([], [], color=names.color(m), marker=names.marker(m), linestyle="none", ms=6) for m in ids
     ]
@@ -110,25 +101,25 @@ def _legend(figure: Figure, names: Machines, ids: list[str]) -> None:
         Line2D([], [], color="0.3", marker="o", linestyle="none", ms=6),
         Line2D([], [], color="0.3", marker="o", markerfacecolor="white", linestyle="none", ms=6),
     ]
-    texts += ["significant (p < 0.01)", "within noise, or not judged"]
+    texts += ["changed (outside the band)", "the same, inconclusive, or not judged"]
     side_legend(figure, handles, texts)
 
 
 def _title(drawn: pd.DataFrame, names: Machines, baseline: str, others_ids: list[str]) -> str:
     directed = drawn[drawn["unit"].isin(list(_DIRECTION))]
-    better = int((directed["oriented"] > 1).sum())
-    worse = int((directed["oriented"] < 1).sum())
-    significant = int((directed["mark"] == MARK_SIGNIFICANT).sum())
-    judged = directed["mark"].isin([MARK_SIGNIFICANT, MARK_NOT_SIGNIFICANT]).sum()
-    who = names.label(others_ids[0]) if len(others_ids) == 1 else f"{len(others_ids)} machines"
-    pairs = "figures" if len(others_ids) == 1 else "figure–machine pairs"
+    faster = int((directed["oriented"] < 1).sum())
+    slower = int((directed["oriented"] > 1).sum())
+    changed = int((directed["mark"] == MARK_CHANGED).sum())
+    judged = directed["mark"].isin([MARK_CHANGED, MARK_SAME, MARK_INCONCLUSIVE]).sum()
+    who = names.label(others_ids[0]) if len(others_ids) == 1 else f"{len(others_ids)} groups"
+    pairs = "figures" if len(others_ids) == 1 else "figure–group pairs"
     title = (
-        f"{who} against the baseline {names.label(baseline)}: faster or more on {better}, slower or less on "
-        f"{worse} of {len(directed)} {pairs}"
+        f"{who} against the baseline {names.label(baseline)}: faster on {faster}, slower on {slower} of "
+        f"{len(directed)} {pairs}"
     )
     if judged:
-        return title + f" ({significant} of the differences significant)"
-    return title + " (no difference judged: no raw samples)"
+        return title + f" ({changed} of {judged} judged changed)"
+    return title + " (no difference judged)"
 
 
 def _left_out(table: pd.DataFrame, others: pd.DataFrame, baseline: str, names: Machines) -> str:
@@ -157,10 +148,10 @@ def cases(
     ratios: pd.DataFrame, baseline: str, statistics: tuple[str, ...] = ("median", "min")
 ) -> Figure | None:
     """Another suite's cases against the baseline group (``analysis.compare.case_ratios``, in its order: the
-    significant differences first, then the farthest from 1), at most ``CASES_DRAWN`` of them: each group's
-    ratio per case as baseline ÷ this group (> 1 = faster), the first of ``statistics`` as a marker (filled
-    where the Mann-Whitney test found the difference significant), the second as a bar from 1. Nothing when
-    no case has a ratio."""
+    changes first, then the farthest from 1), at most ``CASES_DRAWN`` of them: each group's ratio per case
+    as this group ÷ baseline time (> 1 = slower, as the table), the first of ``statistics`` as a marker
+    (filled where the verdict marks it changed), the second as a bar from 1. Nothing when no case has a
+    ratio."""
     drawn = ratios[np.isfinite(ratios["ratio"].astype(float)) & (ratios["ratio"].astype(float) > 0)]
     if drawn.empty:
         return None
@@ -178,26 +169,27 @@ def cases(
             rows = mine[mine["case"] == case].set_index("statistic")
             if main in rows.index:
                 row = rows.loc[main]
-                face = color if row["mark"] == MARK_SIGNIFICANT else "white"
-                ax.plot(1 / row["ratio"], y, marker, color=color, markerfacecolor=face, ms=6, zorder=3)
+                face = color if row["mark"] == MARK_CHANGED else "white"
+                ax.plot(row["ratio"], y, marker, color=color, markerfacecolor=face, ms=6, zorder=3)
             for stat in other:
                 if stat in rows.index:
-                    ax.plot([1.0, 1 / rows.loc[stat, "ratio"]], [y, y], color=color, linewidth=2, alpha=0.4)
+                    ax.plot([1.0, rows.loc[stat, "ratio"]], [y, y], color=color, linewidth=2, alpha=0.4)
     ax.axvline(1.0, color="0.3", linewidth=1, zorder=1)
     ax.set_yticks(range(len(shown)), [_short_case(case) for case in shown], fontsize=TICK_PT)
     ax.set_ylim(len(shown) - 0.5, -0.5)
-    faster_label = f"baseline ÷ this group, {main} time per round: > 1 = faster"
-    ratio_axis(ax, 1 / drawn["ratio"].astype(float), faster_label)
+    ratio_axis(
+        ax, drawn["ratio"].astype(float), f"this group ÷ baseline, {main} time per round: > 1 = slower"
+    )
     _legend(figure, names, groups)
     main_rows = drawn[drawn["statistic"] == main]
     faster = int((main_rows["ratio"] < 1).sum())
     slower = int((main_rows["ratio"] > 1).sum())
-    significant = int((main_rows["mark"] == MARK_SIGNIFICANT).sum())
+    changed = int((main_rows["mark"] == MARK_CHANGED).sum())
     total = main_rows["case"].nunique()
     more = f"; the {len(shown)} drawn first" if total > len(shown) else ""
     title = (
         f"{total} cases against the baseline {names.label(baseline)}: faster in {faster}, slower in {slower} "
-        f"case–group pairs ({significant} significant){more}"
+        f"case–group pairs ({changed} changed){more}"
     )
     caption = (
         f"Markers: the {main} of the rounds; "
