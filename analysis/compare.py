@@ -24,6 +24,7 @@ compared in bounded time.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -216,7 +217,7 @@ def group_runs(runs: pd.DataFrame, by: str, baseline: str | None, fact_column: s
         labels = [str(machine) for machine in runs["machine_id"]]
         what = "machine"
     elif by == BY_RUN:
-        labels = _run_labels([str(source) for source in runs["source"]])
+        labels = run_labels([str(source) for source in runs["source"]], list(runs["run_datetime"]))
         what = "run"
     else:
         assert fact_column is not None, "a grouping by fact needs the column of its values"
@@ -250,12 +251,40 @@ def group_runs(runs: pd.DataFrame, by: str, baseline: str | None, fact_column: s
     return Groups(by=by, groups=tuple(groups), of_source=of_source, rule=rule)
 
 
-def _run_labels(sources: list[str]) -> list[str]:
-    """Each run's file name, or its whole path where two runs share a name (storage folders of two
-    platforms both hold 0001_….json)."""
+#: pytest-benchmark's names of saved runs: ``NNNN_<commit>[_uncommitted-changes]_<date>_<time>.json``
+#: (--benchmark-autosave) or ``NNNN_<name>.json`` (--benchmark-save=NAME).
+_SAVED_NAME = re.compile(
+    r"^\d{4}_(?:(?P<commit>[0-9a-f]{40})(?P<dirty>_uncommitted-changes)?_\d{8}_\d{6}|(?P<save>.+))$"
+)
+
+
+def run_labels(sources: list[str], when: Sequence[object]) -> list[str]:
+    """Each run's short label, as groups, legends and axes show it: a run pytest-benchmark saved is named by
+    its start (UTC, month-day hour:minute) and commit, "12-05 04:42 ca1e63c" ("+" for uncommitted
+    changes), or its save name where it has one; any other file by its name. Where two labels would be one,
+    the seconds are added, then the run's number in its storage, then its file."""
+    times = pd.to_datetime(pd.Series(list(when), dtype=object), utc=True, format="ISO8601", errors="coerce")
     names = [Path(source).name for source in sources]
     counts = pd.Series(names).value_counts()
-    return [name if counts[name] == 1 else source for name, source in zip(names, sources, strict=True)]
+    files = [name if counts[name] == 1 else source for name, source in zip(names, sources, strict=True)]
+    choices = []  # each run's labels, shortest first
+    for name, file, time in zip(names, files, times, strict=True):
+        match = _SAVED_NAME.match(Path(name).stem)
+        if match is None or pd.isna(time):
+            choices.append([file])
+            continue
+        what = match["commit"][:7] + ("+" if match["dirty"] else "") if match["commit"] else match["save"]
+        minute, second = time.strftime("%m-%d %H:%M"), time.strftime("%m-%d %H:%M:%S")
+        choices.append([f"{minute} {what}", f"{second} {what}", f"{second} {what} #{name[:4]}", file])
+    level = [0] * len(choices)
+    while True:
+        labels = [options[min(at, len(options) - 1)] for options, at in zip(choices, level, strict=True)]
+        taken = pd.Series(labels).value_counts()
+        clashes = [i for i, label in enumerate(labels) if taken[label] > 1 and level[i] < len(choices[i]) - 1]
+        if not clashes:
+            return labels
+        for i in clashes:
+            level[i] += 1
 
 
 def group_notes(groups: Groups) -> list[str]:

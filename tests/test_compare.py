@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from analysis.__main__ import main
-from analysis.compare import choose_baseline, figure_table, point_table
+from analysis.compare import choose_baseline, figure_table, point_table, run_labels
 from analysis.fits import fit_all
 from analysis.load import SUITE, load_runs
 from analysis.render import LINE_WIDTH
@@ -229,3 +229,28 @@ def test_twenty_machines_read_as_rows(tmp_path: Path, capsys: pytest.CaptureFixt
     assert table[-1].startswith("T ") and "*" in table[-1]  # 38 % slower: changed in most figures judged
     assert sum(line.strip().startswith("* changed") for line in lines) == 1
     assert sum(line.strip().startswith("~ inconclusive") for line in lines) <= 1
+
+
+def test_runs_are_labelled_by_their_time_and_commit() -> None:
+    commit = "ca1e63c32a2e6f09886f6394f4b740a0e209290a"
+    sources = [
+        f"s/0001_{commit}_20261205_044208.json",
+        f"s/0002_{commit}_uncommitted-changes_20261205_050000.json",
+        "s/0003_baseline.json",
+        "s/epyc-2core-full-1.json",
+        f"s/0004_{commit}_20261205_044230.json",
+    ]
+    when = [
+        "2026-12-05T04:42:08+00:00",
+        "2026-12-05T05:00:00+00:00",
+        "2026-12-05T05:10:00+00:00",
+        "2026-12-05T05:20:00+00:00",
+        "2026-12-05T04:42:30+00:00",
+    ]
+    assert run_labels(sources, when) == [
+        "12-05 04:42:08 ca1e63c",  # two runs in one minute: the seconds tell them apart
+        "12-05 05:00 ca1e63c+",
+        "12-05 05:10 baseline",
+        "epyc-2core-full-1.json",
+        "12-05 04:42:30 ca1e63c",
+    ]
