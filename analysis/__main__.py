@@ -177,7 +177,7 @@ def _parser() -> argparse.ArgumentParser:
     compare = commands.add_parser(
         "compare",
         help="groups of runs side by side: machines, runs or a fact's values (ratios to a baseline, "
-        "significance); any pytest-benchmark suite case by case",
+        "verdicts run against run); any pytest-benchmark suite case by case",
         description=_compare.__doc__,
     )
     _add_paths(compare)
@@ -260,7 +260,7 @@ def _add_compare_options(parser: argparse.ArgumentParser) -> None:
         type=_positive_int,
         default=None,
         metavar="N",
-        help="show the first N case rows only (significant differences first, then by ratio)",
+        help="show the first N case rows only (changes first, then by ratio)",
     )
     parser.add_argument(
         "--points",
@@ -467,8 +467,9 @@ def _report(args: argparse.Namespace) -> int:
 def _compare(args: argparse.Namespace) -> int:
     """Set groups of runs side by side — machines (default), single runs in time order, or the values of a
     fact such as the numpy, BLAS, CuPy or driver version — with each fitted figure's ratio to the baseline
-    group and whether the difference is significant (Mann-Whitney U on the raw samples; 'not judged' where
-    none were saved). Runs of any other pytest-benchmark suite are compared case by case (matched by
+    group and whether it changed, judged run against run: each run's own figure is one value, a change is
+    reported when the ratio's interval lies outside ±--threshold after a Benjamini–Hochberg correction.
+    Runs of any other pytest-benchmark suite are compared case by case (matched by
     fullname, min and median). Runs saved twice count once per group; quick and partial runs are left out
     unless included, and with --by run each is its own column, never pooled."""
     from analysis.compare import UNREAD_COLUMNS
@@ -479,8 +480,8 @@ def _compare(args: argparse.Namespace) -> int:
     fact = None if args.by in (BY_MACHINE, BY_RUN, *CASE_GROUPINGS) else args.by
     column = fact_column(fact) if fact else None
     samples = _samples(args, points=args.points)
-    # Imported while the files load: the tables, and the significance test where raw samples are read.
-    meanwhile = _importer("analysis.render", *(["scipy.stats"] if samples is not False else []))
+    # Imported while the files load: the tables, and the verdicts' correction (scipy.stats).
+    meanwhile = _importer("analysis.render", "scipy.stats")
     memo = _memo(args)  # before the runs load: the code version is taken at the command's start
     loaded = load_runs(
         args.paths,

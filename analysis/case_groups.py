@@ -4,7 +4,7 @@ A fact (``analysis.facts``) belongs to a run, so grouping by it relabels whole r
 to a case: one run holds numpy's, PyTorch's and JAX's calls side by side. ``group_cases`` therefore labels
 each row by its own framework — its *rung* of the dispatch ladder — and rewrites the framework cases into
 the families whose figures already compare across groups, so the comparison is the one every grouping gets
-(fitted law, measured figures, significance on the raw samples, one baseline):
+(fitted law, measured figures, verdicts run against run, one baseline):
 
 - ``framework_call`` rows become ``ufunc_size`` rows: they are the same add at the same sizes
   (``analysis.frameworks.fit_calls`` fits them the same way), so each rung gets t0, r∞ and n½ with their

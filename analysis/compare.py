@@ -1,10 +1,8 @@
 """Groups of runs side by side — machines, single runs, or the values of a fact such as the numpy version —
-each fitted figure (or measured case) per group with its ratio to a baseline group, and whether the
-difference is more than noise, judged by a Mann-Whitney U test (``scipy.stats.mannwhitneyu``) on the raw
-samples behind the figure.
-
-The test is the large-sample form (normal approximation, tie-corrected, continuity-corrected): timings
-hold ties and thousands of samples, where the exact null distribution is neither needed nor affordable.
+each fitted figure (or measured case) per group with its ratio to a baseline group (new ÷ baseline as times:
+a rate inverted), and whether it changed, judged run against run (``analysis.verdicts``: each run's own
+figure is one value, the ratio's interval against an equivalence band after a Benjamini–Hochberg correction
+over every figure of the table).
 
 Every family's headline figure is compared: the fitted CPU figures and bandwidths, the GPU launch figures,
 and the measured ones no fit gives (``measured_figures``: many vs one at the most pieces, the decode step's
@@ -14,11 +12,8 @@ named in, so swapping two paths never flips a ratio.
 
 Groups take the machines' place: the frame's ``machine_id`` is replaced by each run's group label
 (``Groups.relabel``), so every family fits, predicts and compares per group with the code that serves
-machines. Samples of several runs of one group are pooled, so the test asks whether the groups' samples
-differ, not whether a difference would survive a fresh run of each (run-to-run drift counts as a
-difference: compare ``--by run`` to see it). A side with more than ``MAX_SAMPLES`` samples is thinned to
-evenly spaced order statistics (keeps the distribution's shape, bounds the sort), so a fleet of runs is
-compared in bounded time.
+machines; the verdicts read each run of a group apart (its ``source``), so run-to-run variation is the
+noise a difference is judged against.
 """
 
 from __future__ import annotations

@@ -181,7 +181,7 @@ def figure_lines(
     table: pd.DataFrame, groups: Sequence[Group], by: str, markdown: bool, rule: str = ""
 ) -> list[str]:
     """The fitted figures of ``analysis.compare.figure_table`` (groups in ``machine_id``) for people: the
-    groups (``group_lines``), the largest significant changes (``change_lines``), then every figure."""
+    groups (``group_lines``), the largest changes (``change_lines``), then every figure."""
     if table.empty:
         return ["No fitted figure to compare (no case that a family could fit)."]
     labels = {group.label: group.code for group in groups}

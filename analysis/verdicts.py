@@ -90,8 +90,6 @@ SPREAD: Mapping[tuple[str, bool], float] = {
     ("GPU", False): 0.038,
     ("GPU", True): 0.038,
 }
-#: The kinds of figure (``SPREAD``'s first key) in the order tables list them.
-KINDS = tuple(dict.fromkeys(kind for kind, _ in SPREAD))
 
 
 @dataclass(frozen=True)

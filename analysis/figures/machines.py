@@ -63,13 +63,13 @@ def machines(table: pd.DataFrame) -> Figure | None:
                 continue
             row = mine.loc[name]
             y = position + (k - (len(others_ids) - 1) / 2) * spread
-            significant = row["mark"] == MARK_CHANGED
+            changed = row["mark"] == MARK_CHANGED
             ax.plot(
                 row["oriented"],
                 y,
                 marker,
                 color=color,
-                markerfacecolor=color if significant else "white",
+                markerfacecolor=color if changed else "white",
                 ms=6,
                 zorder=3,
             )
