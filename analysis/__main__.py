@@ -226,6 +226,12 @@ def _add_paths(parser: argparse.ArgumentParser) -> None:
         help="pool --quick runs with the full ones (left out by default: fewer sizes and rounds)",
     )
     parser.add_argument(
+        "--pool",
+        action="store_true",
+        help="pool runs of one machine that differ in a recorded setting (BLAS threads, a thread variable, "
+        "numpy or Python version, governor; kept apart by default), naming what differs",
+    )
+    parser.add_argument(
         "--cache",
         type=Path,
         default=None,
@@ -549,7 +555,11 @@ def _selected(args: argparse.Namespace, loaded: LoadResult, apart: str | None = 
     if loaded.frame.empty:
         raise CLIError(f"no usable launchbench run in {', '.join(map(str, args.paths))}")
     selection = select_runs(
-        loaded, include_quick=args.include_quick, include_partial=args.include_partial, apart=apart
+        loaded,
+        include_quick=args.include_quick,
+        include_partial=args.include_partial,
+        apart=apart,
+        pool=args.pool,
     )
     if selection.result.frame.empty:
         for line in selection.left_out:

@@ -43,6 +43,7 @@ from analysis.verdicts import (
     MARK_NO_DATA,
     MARK_SAME,
 )
+from model.units import fmt_percent
 
 #: ``extra_info`` coordinates that together name one measured point, the same on every machine.
 POINT_KEYS = (
@@ -69,7 +70,8 @@ POINT_KEYS = (
 )
 
 #: Frame columns no comparison reads (``analysis.load.load_runs``' ``unread``): who ran it (the machine id
-#: says it), which test, the statistics no figure is taken from. A fleet's frame holds 10⁶ rows of each.
+#: says it), which test, the statistics no figure is taken from (the IQR is read: it tells unstable rounds). A
+#: fleet's frame holds 10⁶ rows of each.
 UNREAD_COLUMNS = frozenset(
     {
         "host",
@@ -83,7 +85,6 @@ UNREAD_COLUMNS = frozenset(
         "max",
         "mean",
         "stddev",
-        "iqr",
         "q1",
         "q3",
         "ops",
@@ -529,17 +530,43 @@ LAUNCH_FIGURES = (
 )
 
 
+def wide_calls(calls: pd.DataFrame) -> pd.DataFrame:
+    """``analysis.frameworks.fit_calls``' table (one row per machine and caller) as one row per machine:
+    columns ``machine_id``, then per caller c: ``t0_s c``, ``t0_s c_low``, ``t0_s c_high`` (s)."""
+    if calls.empty:
+        return pd.DataFrame(columns=["machine_id"])
+    named = calls.assign(column="t0_s " + calls["caller"].astype(str))
+    return _wide(named, "column", ("t0_s", "t0_low_s", "t0_high_s"))
+
+
+def _wide(long: pd.DataFrame, names: str, values: tuple[str, str, str]) -> pd.DataFrame:
+    """``long`` (one row per machine and figure, the figure's name in ``names``, its value, low and high in
+    ``values``) as one row per machine: ``machine_id``, then per figure q: ``q``, ``q_low``, ``q_high``."""
+    value, low, high = (long.pivot(index="machine_id", columns=names, values=column) for column in values)
+    wide = pd.concat([value, low.add_suffix("_low"), high.add_suffix("_high")], axis=1).reset_index()
+    wide.columns.name = None
+    return wide
+
+
+def _call_figures(wide: pd.DataFrame) -> list[FigureSpec]:
+    """The dispatch ladder's figures: each caller's t0 (``wide_calls``), numpy's first."""
+    callers = sorted(
+        (column.removeprefix("t0_s ") for column in wide.columns if column.startswith("t0_s ")),
+        key=lambda name: (not name.startswith("numpy"), name),
+    )
+    callers = [name for name in callers if not name.endswith(("_low", "_high"))]
+    return [
+        FigureSpec("calls", f"t0_s {name}", f"t0_s {name}_low", f"t0_s {name}_high", f"t0, {name} call", "s")
+        for name in callers
+    ]
+
+
 def wide_launch(launch: pd.DataFrame) -> pd.DataFrame:
     """``analysis.launch.fit_launch``'s long table (one row per machine and quantity) as one row per machine:
     columns ``machine_id``, then per quantity q: ``q``, ``q_low``, ``q_high`` (s)."""
     if launch.empty:
         return pd.DataFrame(columns=["machine_id"])
-    values = launch.pivot(index="machine_id", columns="quantity", values="value_s")
-    low = launch.pivot(index="machine_id", columns="quantity", values="ci_low_s").add_suffix("_low")
-    high = launch.pivot(index="machine_id", columns="quantity", values="ci_high_s").add_suffix("_high")
-    wide = pd.concat([values, low, high], axis=1).reset_index()
-    wide.columns.name = None
-    return wide
+    return _wide(launch, "quantity", ("value_s", "ci_low_s", "ci_high_s"))
 
 
 #: Each figure's name in a column header where the groups are the rows (``analysis.render``).
@@ -583,6 +610,7 @@ FIGURE_TABLE_COLUMNS = (
     "mark",
     "p_value",
     "evidence",
+    "unstable",
 )
 
 
@@ -656,6 +684,7 @@ def measured_figures(frame: pd.DataFrame) -> list[MeasuredFigure]:
                     True,
                 )
             )
+    figures += _framework_steps(frame)
     steps = (
         _rows_of(frame, (frame["case"] == "decode_step") & (frame["op"] == "decode_step"), _STEP_KEYS)
         if "op" in frame
@@ -684,6 +713,37 @@ def measured_figures(frame: pd.DataFrame) -> list[MeasuredFigure]:
 
 #: The coordinates that tell one decode step figure from another.
 _STEP_KEYS = ("device", "config", "plan", "mode", "batch", "ctx")
+#: The coordinates that tell one framework's decode step from another's (``analysis.frameworks``).
+_FRAMEWORK_STEP_KEYS = ("device", "framework", "compiler", "threads", "config")
+
+
+def _framework_steps(frame: pd.DataFrame) -> list[MeasuredFigure]:
+    """One figure per framework's decode step (``framework_step``: device, framework, compiler or eager,
+    threads, model), by the statistic ``analysis.frameworks`` compares them by: the fastest round on the
+    CPU, the median on the GPU."""
+    from analysis.frameworks import STEP_CASE, STEP_STATISTIC, caller
+
+    rows = _rows_of(frame, frame["case"] == STEP_CASE, _FRAMEWORK_STEP_KEYS)
+    if rows.empty or "framework" not in rows:
+        return []
+    keys = [key for key in _FRAMEWORK_STEP_KEYS if key in rows]
+    configs = rows["config"].nunique() if "config" in rows else 1
+    figures = []
+    for values, _ in rows.groupby(keys, dropna=False, sort=True):
+        coordinates = dict(zip(keys, values, strict=True))
+        device = str(coordinates.get("device"))
+        compiler = coordinates.get("compiler")
+        words = [
+            device.upper().replace("CUDA", "GPU"),
+            *([str(coordinates["config"])] if configs > 1 and "config" in coordinates else []),
+            caller(coordinates["framework"], coordinates.get("threads")),
+            "eager" if pd.isna(compiler) else str(compiler),
+        ]
+        name = " ".join(words)
+        match = tuple((key, None if pd.isna(value) else value) for key, value in coordinates.items())
+        statistic = STEP_STATISTIC.get(device, "median_s").removesuffix("_s")
+        figures.append(MeasuredFigure(f"framework step, {name}", name, STEP_CASE, match, statistic))
+    return figures
 
 
 def _rows_of(frame: pd.DataFrame, keep: pd.Series, columns: Sequence[str]) -> pd.DataFrame:
@@ -709,7 +769,7 @@ def _measured_rows(
     ``POINT_KEYS`` values)."""
     keep = frame["case"] == figure.case
     for key, value in figure.match:
-        keep &= frame[key] == value
+        keep &= frame[key].isna() if value is None else frame[key] == value
     read = [
         *point_columns(frame),
         "machine_id",
@@ -717,6 +777,9 @@ def _measured_rows(
         "data",
         "rounds",
         figure.statistic,
+        "median",
+        "min",
+        "iqr",
         *(["n_calls"] * figure.per_call),
     ]
     rows = _rows_of(frame, keep, list(dict.fromkeys(read)))
@@ -758,9 +821,25 @@ def _measured_rows(
                 "ratio": value / base_value if base_value > 0 else math.nan,
                 "mark": mark,
                 "_verdict": verdict,
+                "unstable": unstable_text(own),
             }
         )
     return table
+
+
+def unstable_text(rows: pd.DataFrame) -> str:
+    """How unstable the worst of ``rows`` (a figure's rows in one group) is, "3.01× median/min, IQR 143 %"
+    (``analysis.trust``'s rule), or "" when none is."""
+    from analysis.trust import stability
+
+    table = stability(rows)
+    unstable = table[table["unstable"]]
+    if unstable.empty:
+        return ""
+    worst = unstable.loc[unstable["median_over_min"].fillna(0).idxmax()]
+    iqr = worst["iqr_over_median"]
+    spread = f", IQR {fmt_percent(iqr)} of the median" if math.isfinite(iqr) else ""
+    return f"{worst['median_over_min']:.2f}× median/min{spread}"
 
 
 def _measured_value(rows: pd.DataFrame, figure: MeasuredFigure) -> float:
@@ -940,8 +1019,12 @@ def figure_table(
     ``evidence`` says what it rested on. ``attrs["baseline"]`` names the baseline group,
     ``attrs["verdicts"]`` the correction (``analysis.verdicts.Judged``).
     """
-    tables = {"host": fits.host, "launch": wide_launch(fits.launch)}
-    specs = [spec for spec in (*HOST_FIGURES, *LAUNCH_FIGURES) if spec.column in tables[spec.table].columns]
+    tables = {"host": fits.host, "launch": wide_launch(fits.launch), "calls": wide_calls(fits.calls)}
+    specs = [
+        spec
+        for spec in (*HOST_FIGURES, *_call_figures(tables["calls"]), *LAUNCH_FIGURES)
+        if spec.column in tables[spec.table].columns
+    ]
     groups = frame_groups(frame)
     base = choose_baseline(groups, baseline)
     frame = _with_sources(frame)
@@ -960,8 +1043,8 @@ def figure_table(
         )
         values = values[values > 0]
         kind = verdicts.kind_of(
-            "launch" if spec.table == "launch" else "ufunc_size",
-            spec.column,
+            {"launch": "launch", "calls": "framework_call"}.get(spec.table, "ufunc_size"),
+            None if spec.table == "calls" else spec.column,
             "cuda" if spec.table == "launch" else None,
         )
         for group in groups:
@@ -986,7 +1069,7 @@ def figure_table(
             rows.append(
                 {
                     "figure": spec.label,
-                    "short": SHORT_NAMES.get(spec.column, spec.label),
+                    "short": SHORT_NAMES.get(spec.column, spec.column.replace("t0_s ", "t0 ")),
                     "unit": spec.unit,
                     "kind": kind,
                     "machine_id": group,
@@ -996,6 +1079,7 @@ def figure_table(
                     "ratio": time_ratio(value, base_value, spec.unit),
                     "mark": mark,
                     "_verdict": verdict,
+                    "unstable": "",  # a fit's points are many cases: their stability is the summary's
                 }
             )
     launch_labels = {spec.label for spec in LAUNCH_FIGURES}
@@ -1003,7 +1087,8 @@ def figure_table(
     for figure in measured_figures(frame):
         fitted += _measured_rows(frame, figure, groups, base, judge)
     launch_rows = [row for row in rows if row["figure"] in launch_labels]
-    table = pd.DataFrame([*fitted, *launch_rows], columns=[*FIGURE_TABLE_COLUMNS[:9], "mark", "_verdict"])
+    columns = [*FIGURE_TABLE_COLUMNS[:9], "mark", "_verdict", "unstable"]
+    table = pd.DataFrame([*fitted, *launch_rows], columns=columns)
     table = judge.apply(table)[list(FIGURE_TABLE_COLUMNS)]
     table.attrs["baseline"] = base
     return table
@@ -1012,13 +1097,16 @@ def figure_table(
 def _per_run_fits(frame: pd.DataFrame, families: set[str]) -> dict[str, pd.DataFrame]:
     """Each family's fit of every run alone (``machine_id`` = the run's source): the per-run figures a
     verdict rests on (``analysis.verdicts``)."""
+    from analysis.frameworks import fit_calls
     from analysis.host import fit_host
     from analysis.launch import fit_launch
 
     by_run = frame.assign(machine_id=frame["source"].astype(str))
-    out = {"host": pd.DataFrame(), "launch": pd.DataFrame()}
+    out = {"host": pd.DataFrame(), "launch": pd.DataFrame(), "calls": pd.DataFrame()}
     if "host" in families:
         out["host"] = fit_host(by_run).set_index("machine_id")
+    if "calls" in families:
+        out["calls"] = wide_calls(fit_calls(by_run)).set_index("machine_id")
     if "launch" in families:
         out["launch"] = wide_launch(fit_launch(by_run)).set_index("machine_id")
     return out

@@ -41,6 +41,7 @@ ALIASES = {
     "branch": "commit_info.branch",
     "pytest-benchmark": "version",
     "quick": "launchbench_run.quick",
+    "governor": "machine_info.launchbench.governor",
 }
 
 
@@ -72,10 +73,42 @@ def _text(value: object) -> str | None:
     if isinstance(value, bool | int | float):
         return json.dumps(value)
     if isinstance(value, list) and value and all(_is_library(item) for item in value):
-        # threadpoolctl's view of the BLAS (``machine_info["launchbench"]["blas"]``): one entry per library.
-        return ", ".join(f"{item['internal_api']} {item.get('version') or '?'}" for item in value)
+        # threadpoolctl's view of the BLAS (``machine_info["launchbench"]["blas"]``): one entry per library,
+        # with its thread count: the same library at 1 and at 2 threads measures differently.
+        return ", ".join(_library_text(item) for item in value)
     return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+
+
+def _library_text(item: Mapping) -> str:
+    threads = item.get("num_threads")
+    counted = f" ({threads} thread{'s' if threads != 1 else ''})" if isinstance(threads, int) else ""
+    return f"{item['internal_api']} {item.get('version') or '?'}{counted}"
 
 
 def _is_library(item: object) -> bool:
     return isinstance(item, Mapping) and isinstance(item.get("internal_api"), str)
+
+
+#: The recorded settings a run's figures depend on besides its machine and code: runs that differ in one are
+#: not pooled unless asked (``analysis.runs``): the BLAS (library, version, threads), numpy, Python, the
+#: CPU frequency governor, and every thread or CPU-feature variable of the environment the run recorded
+#: (``machine_info.launchbench.env``, ``benchmarks.provenance``). PyTorch's threads are a case coordinate
+#: (``threads``), compared only with the same count.
+SETTINGS = ("blas", "numpy", "python", "governor")
+ENV_PATH = "machine_info.launchbench.env"
+
+
+#: An environment variable the run recorded as not set.
+UNSET = "unset"
+
+
+def run_settings(doc: Mapping) -> dict[str, str]:
+    """The ``SETTINGS`` of the saved run ``doc`` that it records, and each environment variable it recorded
+    (``ENV_PATH``; ``UNSET`` where it was not set), as name → text."""
+    settings = {name: text for name in SETTINGS if (text := fact_text(doc, name)) is not None}
+    env: object = doc
+    for key in fact_path(ENV_PATH):
+        env = env.get(key) if isinstance(env, Mapping) else None
+    if isinstance(env, Mapping):
+        settings.update({str(name): _text(value) or UNSET for name, value in env.items()})
+    return settings

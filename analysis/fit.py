@@ -5,8 +5,14 @@ parameters from measured points. Timings spread over five or more decades of n, 
 point by 1/t² (a relative-error fit): a 400 ns call counts as much as a 100 ms one, and t0 is set by the
 small sizes, where it is visible, not drowned by the absolute scatter of the large ones.
 
-Confidence intervals come from a seeded (deterministic) bootstrap over the points, and over each point's raw
-samples too when the run saved them. All results are frozen dataclasses in SI units.
+Confidence intervals come from a seeded (deterministic) bootstrap. Where the points come from two or more
+runs, it resamples the runs (a cluster bootstrap: the run, one process, is the unit of evidence, and rounds
+inside a run are not independent; Kalibera & Jones, ISMM 2013), else the points. A point's median is also
+redrawn from its raw rounds when the run saved them; a point's *fastest* round never is: the bootstrap of a
+sample minimum is inconsistent (Bickel & Freedman, Ann. Statist. 9, 1981, §6) — a resample's minimum is
+never below the sample's, so such intervals start at their own estimate and, pooled over runs, leave it. The
+uncertainty of a fastest-round figure comes from the runs, or, in one run, from the scatter of its points
+about the law. All results are frozen dataclasses in SI units.
 """
 
 from __future__ import annotations
@@ -26,8 +32,10 @@ DEFAULT_N_BOOT = 1000
 DEFAULT_SEED = 0
 
 CI_SAMPLES = "bootstrap over points and their raw samples"
+CI_RUNS = "bootstrap over runs"
+CI_RUNS_SAMPLES = "bootstrap over runs and their raw samples"
 
-#: The per-point statistics a bootstrap over raw samples can redraw: what ``t`` holds for each point.
+#: The per-point statistics ``t`` may hold; only a median is redrawn from raw samples (module docstring).
 STATISTICS = ("median", "min")
 CI_POINTS = "bootstrap over points"
 CI_NONE = "none (one point, no raw samples)"
@@ -175,6 +183,7 @@ def fit_fixed_overhead(
     samples: Sequence[npt.ArrayLike] | None = None,
     *,
     statistic: str = "median",
+    runs: npt.ArrayLike | None = None,
     level: float = DEFAULT_LEVEL,
     n_boot: int = DEFAULT_N_BOOT,
     seed: int = DEFAULT_SEED,
@@ -182,7 +191,9 @@ def fit_fixed_overhead(
     """Fit t(n) = t0 + n/r∞ to per-call seconds ``t`` at ``n`` elements, weighting by 1/t² (relative error).
 
     ``samples``: each point's raw per-call samples in seconds, of which ``t`` holds the ``statistic``
-    ("median" or "min"); when given, the CIs resample them as well as the points. Needs ≥ 3 points over
+    ("median" or "min"); when given, the CIs redraw a median from them (never a minimum: module docstring).
+    ``runs``: the run each point came from (any labels); with two or more, the CIs resample runs, not
+    points. Needs ≥ 3 points over
     ≥ 2 sizes; raises ``ValueError`` when the fitted t0 < 0 or r∞ ≤ 0 (the sizes cannot separate fixed from
     per-element cost).
     """
@@ -198,7 +209,7 @@ def fit_fixed_overhead(
             "fixed cost from the per-element cost (need small sizes and sizes well past n½)"
         )
     replicates, method = bootstrap(
-        sizes, seconds, samples, statistic, _overhead_coefficients, n_boot, seed, min_sizes=2
+        sizes, seconds, samples, statistic, _overhead_coefficients, n_boot, seed, min_sizes=2, runs=runs
     )
     t0_b, slope_b = replicates[:, 0], replicates[:, 1]
     t0_ci = _percentile_interval(t0_b, level)
@@ -236,29 +247,34 @@ def fit_per_element(
     samples: Sequence[npt.ArrayLike] | None = None,
     *,
     statistic: str = "median",
+    runs: npt.ArrayLike | None = None,
     level: float = DEFAULT_LEVEL,
     n_boot: int = DEFAULT_N_BOOT,
     seed: int = DEFAULT_SEED,
 ) -> PerElementFit:
     """Fit s in t(n) = t0 + s·n with ``t0_s`` fixed, weighting by 1/t²: s = Σ w n (t − t0) / Σ w n².
 
-    ``n``: elements per call; ``t``: seconds per call (the ``statistic`` of ``samples`` when given). One
-    point is enough for the estimate; its CI then needs raw samples.
+    ``n``: elements per call; ``t``: seconds per call (the ``statistic`` of ``samples`` when given);
+    ``runs`` as ``fit_fixed_overhead``'s. One point is enough for the estimate; its CI then needs a median's
+    raw samples or two runs.
     """
     sizes, seconds = _points(n, t, samples)
     _check_level(level)
     if not (math.isfinite(t0_s) and t0_s >= 0):
         raise ValueError(f"t0_s must be finite and >= 0, got {t0_s!r}")
 
-    def slope(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-        w = 1 / y**2
+    def slope(x: np.ndarray, y: np.ndarray, count: np.ndarray | None = None) -> np.ndarray:
+        w = 1 / y**2 if count is None else count / y**2
         return (np.sum(w * x * (y - t0_s), axis=1) / np.sum(w * x**2, axis=1))[:, None]
 
     estimate = float(slope(sizes[None, :], seconds[None, :])[0, 0])
-    if samples is None and sizes.size < 2:
+    redrawable = samples is not None and statistic == "median"
+    if sizes.size < 2 and not redrawable:
         ci, method = Interval(math.nan, math.nan, level), CI_NONE
     else:
-        replicates, method = bootstrap(sizes, seconds, samples, statistic, slope, n_boot, seed, min_sizes=1)
+        replicates, method = bootstrap(
+            sizes, seconds, samples, statistic, slope, n_boot, seed, min_sizes=1, runs=runs
+        )
         ci = _percentile_interval(replicates[:, 0], level)
     return PerElementFit(
         s_per_element=estimate,
@@ -299,8 +315,9 @@ def _points(
     return sizes, seconds
 
 
-def _overhead_coefficients(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """(t0, s per element) of the 1/y²-weighted fit of y = t0 + s·x, for each row of x, y: (B, m) → (B, 2).
+def _overhead_coefficients(x: np.ndarray, y: np.ndarray, count: np.ndarray | None = None) -> np.ndarray:
+    """(t0, s per element) of the 1/y²-weighted fit of y = t0 + s·x, for each row of x, y: (B, m) → (B, 2);
+    ``count`` (B, m), where given, multiplies each point's weight (how often a resample of runs drew it).
 
     The 2×2 normal equations, solved for every replicate at once on scaled x and y (n up to ~1e9, t down to
     ~1e-7 s), which keeps them well conditioned.
@@ -309,7 +326,10 @@ def _overhead_coefficients(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     y_scale = np.max(y, axis=1, keepdims=True)
     xs = x / x_scale
     inverse = y_scale / y  # 1/ys, so w = 1/ys² and w·ys = 1/ys: five sums, no other (B, m) temporaries
-    w = inverse * inverse
+    if count is None:
+        w = inverse * inverse
+    else:  # then x, and y unless its statistic was redrawn, are one row (1, m) for every replicate
+        xs, w, inverse = np.broadcast_to(xs, count.shape), count * inverse * inverse, count * inverse
     wx = w * xs
     s0, s1, s2 = w.sum(axis=1), wx.sum(axis=1), np.einsum("ij,ij->i", wx, xs)
     r0, r1 = inverse.sum(axis=1), np.einsum("ij,ij->i", xs, inverse)
@@ -328,14 +348,16 @@ def bootstrap(
     n_boot: int,
     seed: int,
     min_sizes: int,
+    runs: npt.ArrayLike | None = None,
 ) -> tuple[np.ndarray, str]:
     """Return ``estimator`` over bootstrap replicates, (replicates, parameters), and the method used.
 
-    Each replicate resamples the points (so a law that misses some sizes widens the interval; a resample
-    with fewer than ``min_sizes`` distinct sizes cannot be fitted and does not count). With ``samples``,
-    each drawn point's time is also redrawn: the ``statistic`` of a resample of its raw samples (so
-    measurement noise widens it too). Without, the points are resampled as ``scipy.stats.bootstrap`` does
-    (``_bootstrap_points``).
+    Each replicate resamples the runs where ``runs`` (each point's run) names two or more
+    (``_bootstrap_runs``), else the points (so a law that misses some sizes widens the interval; a resample
+    with fewer than ``min_sizes`` distinct sizes cannot be fitted and does not count). With ``samples`` of
+    a median, each drawn point's time is also redrawn: the median of a resample of its raw samples (so
+    measurement noise widens it too); a minimum never is (module docstring). Points alone are resampled as
+    ``scipy.stats.bootstrap`` does (``_bootstrap_points``).
     """
     if n_boot < 100:
         raise ValueError(f"n_boot must be >= 100 for a percentile interval, got {n_boot!r}")
@@ -343,12 +365,22 @@ def bootstrap(
         raise ValueError(f"statistic must be one of {', '.join(STATISTICS)}; got {statistic!r}")
     if np.unique(sizes).size < min_sizes:
         raise ValueError(f"the bootstrap needs at least {min_sizes} different sizes")
-    if samples is None:
+    redrawn_samples = samples if statistic == "median" else None
+    if runs is not None:
+        labels = np.unique(np.asarray(runs), return_inverse=True)[1].reshape(-1)
+        if labels.size != sizes.size:
+            raise ValueError(f"runs must name one run per point; got {labels.size} for {sizes.size} points")
+        if labels.max() > 0:
+            replicates = _bootstrap_runs(
+                sizes, seconds, redrawn_samples, labels, estimator, n_boot, seed, min_sizes
+            )
+            return replicates, CI_RUNS if redrawn_samples is None else CI_RUNS_SAMPLES
+    if redrawn_samples is None:
         return _bootstrap_points(sizes, seconds, estimator, n_boot, seed, min_sizes), CI_POINTS
     # Hand-written, because scipy.stats.bootstrap resamples its samples independently or in pairs, at one
     # level: it cannot redraw each drawn point's time from that point's own raw samples inside a resample
     # of the points, nor redraw a resample of the points that leaves too few sizes for the law. Drawing
-    # the per-point statistic by order statistics (``_redrawn_statistics``) also costs O(N log N + n_boot)
+    # the per-point median by order statistics (``_redrawn_medians``) also costs O(N log N + n_boot)
     # per point where resampling its N raw samples n_boot times would cost O(N · n_boot).
     rng = np.random.default_rng(seed)
     index = rng.integers(0, sizes.size, size=(n_boot, sizes.size))
@@ -356,7 +388,7 @@ def bootstrap(
     while np.any(too_few):
         index[too_few] = rng.integers(0, sizes.size, size=(int(too_few.sum()), sizes.size))
         too_few = ~_enough_sizes(index, sizes, min_sizes)
-    redrawn = _redrawn_statistics(samples, statistic, n_boot, rng)
+    redrawn = _redrawn_medians(redrawn_samples, n_boot, rng)
     # The estimator in slices of replicates: the same numbers, in temporaries a fraction of the size (the
     # allocator reuses them instead of mapping fresh pages for each of a pooled fleet's 10⁶-point arrays).
     rows = max(1, _POINTS_PER_BATCH // sizes.size)
@@ -373,6 +405,41 @@ def bootstrap(
 #: Resampled points (replicates × points) evaluated at once by ``_bootstrap_points``: bounds the memory of
 #: a fit pooled over thousands of runs.
 _POINTS_PER_BATCH = 250_000
+
+
+def _bootstrap_runs(
+    sizes: np.ndarray,
+    seconds: np.ndarray,
+    samples: Sequence[npt.ArrayLike] | None,
+    labels: np.ndarray,
+    estimator: Callable[..., np.ndarray],
+    n_boot: int,
+    seed: int,
+    min_sizes: int,
+) -> np.ndarray:
+    """``estimator`` over resamples of the runs (``labels``: each point's run, 0 … k − 1), as (replicates,
+    parameters): the cluster bootstrap (Davison & Hinkley 1997, §3.8), each run drawn with replacement k
+    times and every point of a run weighted by how often its run was drawn. With ``samples`` (of a median),
+    each point's median is redrawn from its raw samples as well: runs, then rounds (hierarchical). A
+    resample with fewer than ``min_sizes`` distinct sizes is left out, as in ``_bootstrap_points``."""
+    rng = np.random.default_rng(seed)
+    runs = int(labels.max()) + 1
+    redrawn = None if samples is None else _redrawn_medians(samples, n_boot, rng)
+    codes = np.unique(sizes, return_inverse=True)[1]
+    size_of_point = np.zeros((sizes.size, int(codes.max()) + 1))
+    size_of_point[np.arange(sizes.size), codes] = 1
+    batch = max(1, _POINTS_PER_BATCH // sizes.size)
+    parts = []
+    for start in range(0, n_boot, batch):
+        drawn = rng.multinomial(runs, np.full(runs, 1 / runs), size=min(batch, n_boot - start))
+        count = drawn[:, labels].astype(float)
+        y = seconds[None, :] if redrawn is None else redrawn[start : start + count.shape[0]]
+        with np.errstate(divide="ignore", invalid="ignore"):  # a resample of too few sizes, set to NaN below
+            values = np.array(estimator(sizes[None, :], y, count), dtype=float)
+        values[np.count_nonzero((count > 0) @ size_of_point, axis=1) < min_sizes] = math.nan
+        parts.append(values)
+    replicates = np.concatenate(parts)
+    return replicates[~np.isnan(replicates).any(axis=1)]
 
 
 def _bootstrap_points(
@@ -432,22 +499,20 @@ def _enough_sizes(index: np.ndarray, sizes: np.ndarray, at_least: int) -> np.nda
     return np.count_nonzero(present, axis=1) >= at_least
 
 
-def _redrawn_statistics(
-    samples: Sequence[npt.ArrayLike], statistic: str, n_boot: int, rng: np.random.Generator
-) -> np.ndarray:
-    """(n_boot, points): for each point, ``n_boot`` medians or minima of resamples of its raw samples
-    (``_bootstrap_statistic``), drawn in the same order from ``rng`` as point by point would, so the intervals
-    do not depend on how the points are batched: consecutive points that need one order statistic each (a
-    minimum, the median of an odd count) in one call, a median of an even count on its own."""
+def _redrawn_medians(samples: Sequence[npt.ArrayLike], n_boot: int, rng: np.random.Generator) -> np.ndarray:
+    """(n_boot, points): for each point, ``n_boot`` medians of resamples of its raw samples
+    (``_bootstrap_median``), drawn in the same order from ``rng`` as point by point would, so the intervals
+    do not depend on how the points are batched: consecutive points of an odd count (one order statistic
+    each) in one call, a point of an even count on its own."""
     ordered = [np.sort(np.asarray(values, dtype=float)) for values in samples]
     counts = np.array([values.size for values in ordered])
-    single = np.full(counts.size, True) if statistic == "min" else counts % 2 == 1
-    order_k = np.ones_like(counts) if statistic == "min" else (counts + 1) // 2
+    single = counts % 2 == 1
+    order_k = (counts + 1) // 2
     redrawn = np.empty((n_boot, counts.size))
     start = 0
     while start < counts.size:
         if not single[start]:
-            redrawn[:, start] = _bootstrap_statistic(ordered[start], statistic, n_boot, rng)
+            redrawn[:, start] = _bootstrap_median(ordered[start], n_boot, rng)
             start += 1
             continue
         stop = start + 1
@@ -464,11 +529,8 @@ def _redrawn_statistics(
     return redrawn
 
 
-def _bootstrap_statistic(
-    values: np.ndarray, statistic: str, n_boot: int, rng: np.random.Generator
-) -> np.ndarray:
-    """Draw ``n_boot`` medians or minima of resamples (with replacement, same size) of ``values``, exactly
-    but cheaply.
+def _bootstrap_median(values: np.ndarray, n_boot: int, rng: np.random.Generator) -> np.ndarray:
+    """Draw ``n_boot`` medians of resamples (with replacement, same size) of ``values``, exactly but cheaply.
 
     A resample is Q(U₁) … Q(U_N) with Q the empirical quantile function and Uᵢ uniform, so its k-th order
     statistic is Q(U₍ₖ₎) with U₍ₖ₎ ~ Beta(k, N − k + 1); the next one, U₍ₖ₊₁₎, is the smallest of N − k
@@ -476,10 +538,10 @@ def _bootstrap_statistic(
     """
     ordered = np.sort(values)
     count = ordered.size
-    k = 1 if statistic == "min" else (count + 1) // 2
+    k = (count + 1) // 2
     u_k = rng.beta(k, count - k + 1, size=n_boot)
     lower = ordered[np.clip(np.ceil(count * u_k).astype(int) - 1, 0, count - 1)]
-    if statistic == "min" or count % 2:
+    if count % 2:
         return lower
     u_next = u_k + (1 - u_k) * (1 - rng.random(n_boot) ** (1 / (count - k)))
     upper = ordered[np.clip(np.ceil(count * u_next).astype(int) - 1, 0, count - 1)]

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from analysis.decode import decode_table
-from analysis.frameworks import fit_calls
+from analysis.frameworks import CALL_COLUMNS, fit_calls
 from analysis.host import HOST_COLUMNS, fit_host, predict_many_vs_one
 from analysis.launch import CUDA_CASES, FIT_COLUMNS, decode_with_measured, fit_launch, predict_spin
 from analysis.load import usable_cpus
@@ -103,8 +103,9 @@ def _fit_all(frame: pd.DataFrame, predictions: bool, memo: Memo | None) -> Fits:
         if has_cases(frame, CUDA_CASES, "cuda")
         else pd.DataFrame(columns=list(FIT_COLUMNS))
     )
+    calls = _per_machine(fit_calls, frame, CALL_COLUMNS, memo, "calls")
     if not predictions:
-        return Fits(host, empty, launch, empty, empty, empty)
+        return Fits(host, empty, launch, empty, empty, empty, calls)
     return Fits(
         host=host,
         many_vs_one=predict_many_vs_one(frame, host) if not host.empty else empty,
@@ -112,7 +113,7 @@ def _fit_all(frame: pd.DataFrame, predictions: bool, memo: Memo | None) -> Fits:
         spin=predict_spin(frame, launch) if not launch.empty else empty,
         decode_demo=decode_with_measured(launch) if not launch.empty else empty,
         decode_steps=decode_table(frame, host, launch),
-        calls=fit_calls(frame),
+        calls=calls,
     )
 
 

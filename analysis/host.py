@@ -237,12 +237,15 @@ def _host_row(machine_id: str, rows: pd.DataFrame, level: float) -> dict[str, ob
             "(n = " + ", ".join(fmt_count(n) for n in sorted(set(sizes["n"][between]))) + ")"
         )
     row["set_aside"] = tuple(set_aside)
+    # the run each point came from: intervals resample runs, where there are two or more (``analysis.fit``)
+    runs = (sizes["source"] if "source" in sizes else pd.Series("", index=sizes.index)).to_numpy(dtype=str)
     try:
         law = fit_fixed_overhead(
             sizes["n"][in_cache],
             seconds[in_cache],
             _select(samples, in_cache),
             statistic=STATISTIC,
+            runs=runs[in_cache],
             level=level,
         )
     except ValueError as error:
@@ -256,6 +259,7 @@ def _host_row(machine_id: str, rows: pd.DataFrame, level: float) -> dict[str, ob
             law.t0_s,
             _select(samples, from_dram),
             statistic=STATISTIC,
+            runs=runs[from_dram],
             level=level,
         )
         row.update(_dram_columns(dram))

@@ -552,7 +552,8 @@ def _linear_rows(
     t = kept[column].to_numpy(dtype=float)
     samples = _samples(kept) if column == "median" else None
     try:
-        fit = fit_fixed_overhead(n, t, samples, level=level, n_boot=n_boot, seed=seed)
+        runs = kept["source"].to_numpy(dtype=str) if "source" in kept else None  # intervals resample runs
+        fit = fit_fixed_overhead(n, t, samples, runs=runs, level=level, n_boot=n_boot, seed=seed)
         values = (fit.s_per_element, fit.t0_s)
         intervals = (fit.s_per_element_ci, fit.t0_ci)
         method = fit.ci_method

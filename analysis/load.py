@@ -62,7 +62,7 @@ import pandas as pd
 from pandas.api.types import union_categoricals
 
 from analysis.cache import Entry, Fresh, Key, RunCache, open_cache, text_categorical
-from analysis.facts import fact_text
+from analysis.facts import fact_text, run_settings
 from analysis.schema import RUN_RECORD_KEY as RUN_RECORD_KEY  # the data contract's keys, re-exported
 from analysis.schema import SUITE, CheckedRun, check_run, printable
 from analysis.signals import WorkerLost, ended_text, held, process_alive, release
@@ -95,7 +95,8 @@ RUN_COLUMNS = (
 #: left out: equal digests are one measurement saved twice); the conditions (``usable_cpus``,
 #: ``other_cpu_share``, ``steal_share`` of the CPUs' time during the run, ``load_start``: 1-minute load
 #: average at start; ``load_saved``: legacy runs' 1-minute load average when saved, from ``machine_info``;
-#: ``gpu_slowdown``: NVML throttle reasons); ``faults``; ``families`` measured.
+#: ``gpu_slowdown``: NVML throttle reasons); ``faults``; ``families`` measured; ``settings``: the recorded
+#: settings its figures depend on (``analysis.facts.run_settings``) as JSON text, name → text.
 RUN_INFO_COLUMNS = (
     "source",
     "machine_id",
@@ -125,6 +126,7 @@ RUN_INFO_COLUMNS = (
     "load_saved",
     "gpu_slowdown",
     "faults",
+    "settings",
 )
 
 #: A run saved without a run record is quick when its ``ufunc_size`` and ``many_vs_one`` cases ran with
@@ -914,6 +916,8 @@ def _read_file(path: Path, samples: Samples, facts: Sequence[str] = ()) -> FileR
     except MemoryError:
         return [], None, [f"{name}: too large to load in the memory available (MemoryError)"]
     if run is not None:
+        settings = {printable(name): printable(text) for name, text in run_settings(parsed).items()}
+        run["settings"] = json.dumps(settings, sort_keys=True, ensure_ascii=False)
         for fact in facts:
             text = fact_text(parsed, fact)
             run[fact_column(fact)] = None if text is None else printable(text)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import io
 import json
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -25,6 +25,7 @@ import pandas as pd
 from analysis import verdicts
 from analysis.compare import Group, ranked
 from analysis.intervals import positive_interval
+from analysis.trust import STABILITY_RULE
 from analysis.verdicts import MARK_BASELINE, MARK_CHANGED, MARK_INCONCLUSIVE, MARK_SAME
 from model.tables import format_table
 from model.units import fmt_count, fmt_rate, fmt_si, fmt_time
@@ -137,15 +138,12 @@ def legend_lines(
     return lines
 
 
-#: Most changes listed above a comparison's table (``change_lines``).
-CHANGES_SHOWN = 5
-
-
 def change_lines(table: pd.DataFrame, groups: Sequence[Group], markdown: bool) -> list[str]:
-    """The largest changes from the baseline of a figure table, largest first (by how far the ratio is from
-    1, either way), at most ``CHANGES_SHOWN``, each with its direction in words and its interval: what a
-    reader looks for first, above the table that holds every figure in family order. One line saying so
-    when no judged figure changed; none when nothing was judged or there is no second group."""
+    """The largest change from the baseline of each kind of figure (``analysis.verdicts.kind_of``: t0, op
+    costs, decode steps, GPU launches, …), largest first (by how far the ratio is from 1, either way), each
+    with its direction in words, its interval and, where its rounds were unstable, how much: what a reader
+    looks for first, above the table that holds every figure in family order. One line saying so when no
+    judged figure changed; none when nothing was judged or there is no second group."""
     if len(groups) < 2:
         return []
     codes = {group.label: group.code for group in groups}
@@ -161,19 +159,62 @@ def change_lines(table: pd.DataFrame, groups: Sequence[Group], markdown: bool) -
             f"{judged - same} inconclusive)."
         ]
     distance = np.abs(np.log(pd.to_numeric(changed["ratio"], errors="coerce").astype(float)))
-    shown = changed.loc[distance.sort_values(ascending=False, kind="stable").index].head(CHANGES_SHOWN)
+    by_size = changed.loc[distance.sort_values(ascending=False, kind="stable").index]
+    shown = by_size.drop_duplicates("kind") if "kind" in by_size else by_size.head(1)
     base = table[table["machine_id"] == groups[0].label].drop_duplicates("figure").set_index("figure")
     bullet = "- " if markdown else "  "
-    lines = [f"Largest changes ({len(shown)} of {len(changed)}, largest first; every figure below):"]
+    kinds = f"{len(shown)} kind{'s' if len(shown) != 1 else ''}"
+    lines = [
+        f"Largest change of each kind of figure ({kinds}; {len(changed)} changed in all, every figure below):"
+    ]
     for row in shown.itertuples(index=False):
         fmt = FORMATTERS[row.unit]
         before = float(base["value"].get(row.figure, math.nan))
         who = f"{codes[row.machine_id]}  " if len(groups) > 2 else ""
         was = f"{fmt(before)} → " if math.isfinite(before) else ""
         interval = f" [{row.ratio_low:#.3g}–{row.ratio_high:#.3g}]" if math.isfinite(row.ratio_low) else ""
-        lines.append(
-            f"{bullet}{who}{row.figure}: {was}{fmt(row.value)} {verdicts.direction(row.ratio)}{interval}"
-        )
+        unstable = _unstable_note(table, row.figure, row.machine_id, groups[0].label, codes)
+        moved = f"{was}{fmt(row.value)} {verdicts.direction(row.ratio)}{interval}"
+        lines.append(f"{bullet}{who}{row.figure}: {moved}{unstable}")
+    return lines
+
+
+def _unstable_note(table: pd.DataFrame, figure: str, group: str, base: str, codes: Mapping[str, str]) -> str:
+    """ "; unstable in B: 3.01× median/min, …" for each of the two groups whose rounds of ``figure`` were."""
+    if "unstable" not in table:
+        return ""
+    rows = table[(table["figure"] == figure) & table["machine_id"].isin([base, group])]
+    notes = [
+        f"unstable in {codes[str(row.machine_id)]}: {row.unstable}"
+        for row in rows.itertuples(index=False)
+        if row.unstable
+    ]
+    return f"; {'; '.join(notes)}" if notes else ""
+
+
+#: Most unstable measurements named above a comparison's table (``unstable_lines``).
+UNSTABLE_SHOWN = 6
+
+
+def unstable_lines(table: pd.DataFrame, groups: Sequence[Group], markdown: bool) -> list[str]:
+    """The compared figures whose rounds were unstable in a group (``analysis.trust``'s rule), worst
+    first: a verdict on them rests on rounds that did not settle."""
+    if "unstable" not in table:
+        return []
+    codes = {group.label: group.code for group in groups}
+    rows = table[(table["unstable"] != "") & table["machine_id"].isin(codes)]
+    if rows.empty:
+        return []
+    bullet = "- " if markdown else "  "
+    worst = rows.assign(_worst=rows["unstable"].str.extract(r"^([0-9.]+)×", expand=False).astype(float))
+    worst = worst.sort_values("_worst", ascending=False, kind="stable")
+    lines = [f"Unstable measurements ({len(rows)}; {STABILITY_RULE}):"]
+    lines += [
+        f"{bullet}{codes[row.machine_id]}  {row.figure}: {row.unstable}"
+        for row in worst.head(UNSTABLE_SHOWN).itertuples(index=False)
+    ]
+    if len(rows) > UNSTABLE_SHOWN:
+        lines.append(f"{bullet}and {len(rows) - UNSTABLE_SHOWN} more")
     return lines
 
 
@@ -190,6 +231,9 @@ def figure_lines(
     changes = change_lines(table, groups, markdown)
     if changes:
         lines += [*changes, ""]
+    unstable = unstable_lines(table, groups, markdown)
+    if unstable:
+        lines += [*unstable, ""]
     if len(groups) <= WIDE_MAX_GROUPS:
         lines += _figures_as_columns(table, groups, markdown)
     else:
@@ -202,8 +246,9 @@ def figure_lines(
         indent = "  - " if markdown else "      "
         lines += [f"{indent}{text}" for text in evidence]
     lines.append(
-        f"{'- ' if markdown else '  '}figures' intervals: 95 % bootstrap; CPU figures from each case's "
-        "fastest round (min), GPU launch figures from the median of the rounds"
+        f"{'- ' if markdown else '  '}figures' intervals: 95 % bootstrap over runs (over the points of one "
+        "run); CPU figures from each case's fastest round (min), never resampled, GPU launch figures from "
+        "the median of the rounds"
     )
     return lines
 

@@ -11,12 +11,14 @@ what it selected: it is pooled, and the families it lacks are named. A completed
 aside one by one and the rest of it is pooled.
 
 Machines: ``analysis.load`` composes each run's ``machine_id`` from its facts (host, OS, CPU, GPU). Runs
-whose ids agree but whose logical CPU counts differ (a resized VM) are kept apart here, and a stored
-``machine_id`` that covers several machines by their facts is named.
+whose ids agree but whose logical CPU counts differ (a resized VM), or that differ in a recorded setting (BLAS
+threads, a thread variable, numpy or Python version, governor: ``--pool`` pools those, naming what differs),
+are kept apart here, and a stored ``machine_id`` that covers several machines by their facts is named.
 """
 
 from __future__ import annotations
 
+import json
 from collections import namedtuple
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -51,18 +53,24 @@ class Selection:
 
 
 def select_runs(
-    result: LoadResult, include_quick: bool = False, include_partial: bool = False, apart: str | None = None
+    result: LoadResult,
+    include_quick: bool = False,
+    include_partial: bool = False,
+    apart: str | None = None,
+    pool: bool = False,
 ) -> Selection:
     """Keep the runs of ``result`` that may be pooled; see the module docstring. ``include_quick`` /
     ``include_partial`` pool quick / partial runs too (a partial run's unfinished cases are always set
     aside); duplicates are always counted once. ``apart``: a column of ``result.runs`` whose values are
     kept apart (a comparison's groups, e.g. a fact): equal measurements with different values there are
-    not duplicates."""
+    not duplicates. ``pool``: pool runs of one machine that differ in a recorded setting (named in a note)
+    instead of keeping them apart (``_split_by_settings``)."""
     runs = result.runs.reset_index(drop=True)
     frame = result.frame
     notes: list[str] = []
     runs, frame = _split_by_core_count(runs, frame, notes)
-    notes.extend(_stored_id_conflicts(runs))
+    notes.extend(_stored_id_conflicts(runs))  # before the settings split: that one names its own reason
+    runs, frame = _split_by_settings(runs, frame, notes, pool)
     left_out: list[str] = []
     keep: list[str] = []
     candidates = without_duplicates(runs, left_out, apart)
@@ -170,6 +178,49 @@ def _split_by_core_count(
         notes.append(
             f"machine {machine_id}: runs with {', '.join(map(str, counts))} logical CPUs are kept apart as "
             f"{len(counts)} machines: {'; '.join(dict.fromkeys(new_ids))}"
+        )
+    return _renamed(runs, frame, renamed)
+
+
+def _split_by_settings(
+    runs: pd.DataFrame, frame: pd.DataFrame, notes: list[str], pool: bool
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Give runs of one ``machine_id`` that differ in a recorded setting (``analysis.facts.run_settings``:
+    BLAS and its threads, numpy, Python, governor, thread variables) distinct ids, "<id> [OMP_NUM_THREADS=1]",
+    named by the settings that differ, with one note per machine split; with ``pool``, keep them together
+    and say what the pooled runs differ in. A setting one run records and another does not (saved before
+    it was recorded) does not split them."""
+    renamed: dict[str, str] = {}
+    if "settings" not in runs:
+        return runs, frame
+    for machine_id, group in runs.groupby("machine_id", sort=False):
+        settings = [json.loads(text) if isinstance(text, str) else {} for text in group["settings"]]
+        names = sorted({name for setting in settings for name in setting})
+        differ = [
+            name for name in names if len({setting.get(name) for setting in settings if name in setting}) > 1
+        ]
+        if not differ:
+            continue
+        labels = [
+            ", ".join(f"{name}={setting.get(name, 'not recorded')}" for name in differ)
+            for setting in settings
+        ]
+        counts = pd.Series(labels).value_counts(sort=False)
+        listed = "; ".join(
+            f"{label}: {count} run{'s' if count != 1 else ''}" for label, count in counts.items()
+        )
+        if pool:
+            notes.append(
+                f"machine {machine_id}: pools runs that differ in {', '.join(differ)} (--pool): {listed}"
+            )
+            continue
+        new_ids = {label: f"{machine_id} [{label}]" for label in counts.index}
+        renamed.update(
+            (source, new_ids[label]) for source, label in zip(group["source"], labels, strict=True)
+        )
+        notes.append(
+            f"machine {machine_id}: runs that differ in {', '.join(differ)} are kept apart as {len(new_ids)} "
+            f"groups ({listed}); --pool pools them"
         )
     return _renamed(runs, frame, renamed)
 

@@ -87,6 +87,10 @@ SPREAD: Mapping[tuple[str, bool], float] = {
     ("op cost", True): 0.03,
     ("decode step, CPU", False): 0.023,
     ("decode step, CPU", True): 0.03,
+    ("framework t0", False): 0.016,
+    ("framework t0", True): 0.02,
+    ("framework step", False): 0.03,
+    ("framework step", True): 0.063,
     ("GPU", False): 0.038,
     ("GPU", True): 0.038,
 }
@@ -269,8 +273,8 @@ _KIND_OF_CASE = {
     "decode_floor": "overhead floor",
     "numpy_op": "op cost",
     "decode_step": "decode step, CPU",
-    "framework_call": "op cost",
-    "framework_step": "decode step, CPU",
+    "framework_call": "framework t0",
+    "framework_step": "framework step",
 }
 _GPU_CASES = frozenset({"framework_launch"})
 

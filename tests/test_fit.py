@@ -10,10 +10,12 @@ import pytest
 from analysis.fit import (
     CI_NONE,
     CI_POINTS,
+    CI_RUNS,
+    CI_RUNS_SAMPLES,
     CI_SAMPLES,
     Interval,
-    _bootstrap_statistic,
-    _redrawn_statistics,
+    _bootstrap_median,
+    _redrawn_medians,
     bootstrap,
     fit_fixed_overhead,
     fit_per_element,
@@ -189,9 +191,63 @@ def test_fixed_overhead_fit_on_minima() -> None:
     samples = [t * (1 + rng.exponential(0.02, 301) + 0.8 * (rng.random(301) < 0.4)) for t in _law(SIZES)]
     minima = [s.min() for s in samples]
     fit = fit_fixed_overhead(SIZES, minima, samples, statistic="min")
-    assert fit.ci_method == CI_SAMPLES
+    assert fit.ci_method == CI_POINTS  # a fastest round is never redrawn from its rounds
     assert fit.t0_s == pytest.approx(T0_S, rel=0.02)
     assert fit.s_per_element == pytest.approx(S_PER_ELEMENT, rel=0.02)
+
+
+def _pooled_runs(count: int, seed: int) -> tuple[np.ndarray, np.ndarray, list[np.ndarray], np.ndarray]:
+    """``count`` runs of the law at ``SIZES``, each slower by its own factor (a run's machine state: the
+    spread between runs is what a fastest round cannot see), 11 rounds a point disturbed upwards only:
+    (sizes, each point's fastest round, its rounds, its run)."""
+    rng = np.random.default_rng(seed)
+    factors = np.exp(rng.normal(0, 0.03, count))
+    sizes = np.tile(SIZES, count)
+    runs = np.repeat(np.arange(count), SIZES.size)
+    samples = [
+        _law(size) * factors[run] * (1 + rng.exponential(0.05, 11))
+        for size, run in zip(sizes, runs, strict=True)
+    ]
+    return sizes, np.array([s.min() for s in samples]), samples, runs
+
+
+@pytest.mark.parametrize("count", [1, 3, 10, 100, 1000])
+def test_intervals_of_fastest_rounds_hold_their_estimate_at_any_number_of_pooled_runs(count: int) -> None:
+    """Issue 29: redrawing each point's fastest round from its rounds put the interval above the estimate
+    once ≈ 50 runs were pooled (a resample's minimum is never below the sample's). The runs are resampled
+    instead, and every interval holds its estimate, at 1 to 1,000 runs."""
+    sizes, minima, samples, runs = _pooled_runs(count, seed=count)
+    law = fit_fixed_overhead(sizes, minima, samples, statistic="min", runs=runs, n_boot=400)
+    assert law.ci_method == (CI_RUNS if count > 1 else CI_POINTS)
+    assert law.t0_ci.contains(law.t0_s)
+    assert law.s_per_element_ci.contains(law.s_per_element)
+    assert law.n_half_ci.contains(law.n_half)
+    dram = fit_per_element(sizes, minima, law.t0_s, samples, statistic="min", runs=runs, n_boot=400)
+    assert dram.ci.contains(dram.s_per_element)
+
+
+def test_bootstrap_over_runs_is_as_wide_as_the_spread_between_runs() -> None:
+    """Ten runs 3 % apart (log-normal): t0's interval over runs is about ±2 × 3 %/√10 ≈ ±1.9 % — not the
+    ±0.1 % the scatter of the points about the law alone would give, nor shifted off the estimate."""
+    sizes, minima, samples, runs = _pooled_runs(10, seed=3)
+    by_runs = fit_fixed_overhead(sizes, minima, samples, statistic="min", runs=runs)
+    half_width = (by_runs.t0_ci.high - by_runs.t0_ci.low) / 2 / by_runs.t0_s
+    assert 0.008 < half_width < 0.04
+    by_points = fit_fixed_overhead(sizes, minima, samples, statistic="min")
+    assert (by_points.t0_ci.high - by_points.t0_ci.low) < (by_runs.t0_ci.high - by_runs.t0_ci.low)
+
+
+def test_bootstrap_over_runs_redraws_medians_from_their_rounds() -> None:
+    sizes, _, samples, runs = _pooled_runs(3, seed=5)
+    medians = [np.median(s) for s in samples]
+    fit = fit_fixed_overhead(sizes, medians, samples, statistic="median", runs=runs, n_boot=300)
+    assert fit.ci_method == CI_RUNS_SAMPLES
+    assert fit.t0_ci.contains(fit.t0_s)
+
+
+def test_runs_must_name_one_run_a_point() -> None:
+    with pytest.raises(ValueError, match="one run per point"):
+        fit_fixed_overhead(SIZES, _law(SIZES), runs=[0, 1])
 
 
 def test_per_element_fit_with_known_t0() -> None:
@@ -213,15 +269,15 @@ def test_per_element_fit_of_one_point_without_samples_has_no_interval() -> None:
     assert math.isnan(fit.ci.high)
 
 
-@pytest.mark.parametrize(("statistic", "count"), [("median", 11), ("median", 10), ("min", 10)])
-def test_bootstrap_statistic_follows_the_brute_force_bootstrap(statistic: str, count: int) -> None:
+@pytest.mark.parametrize("count", [11, 10])
+def test_bootstrap_median_follows_the_brute_force_bootstrap(count: int) -> None:
     """The order-statistic shortcut draws from the distribution of resampling and taking the statistic."""
     values = np.random.default_rng(5).lognormal(0, 1, count)
     rng = np.random.default_rng(6)
     draws = 40_000
     resamples = values[rng.integers(0, count, size=(draws, count))]
-    brute = np.median(resamples, axis=1) if statistic == "median" else resamples.min(axis=1)
-    quick = _bootstrap_statistic(values, statistic, draws, np.random.default_rng(7))
+    brute = np.median(resamples, axis=1)
+    quick = _bootstrap_median(values, draws, np.random.default_rng(7))
     # Kolmogorov–Smirnov distance of the two samples: ~0.01 by chance at 40,000 draws each; a wrong order
     # statistic (e.g. the lower middle value for even counts) moves it far past 0.1.
     grid = np.union1d(brute, quick)
@@ -238,15 +294,14 @@ def test_interval_contains_its_bounds() -> None:
     assert not interval.contains(2.0001)
 
 
-@pytest.mark.parametrize("statistic", ["median", "min"])
-def test_redrawn_statistics_batch_points_without_changing_the_draws(statistic: str) -> None:
+def test_redrawn_medians_batch_points_without_changing_the_draws() -> None:
     """Batching the points draws the same numbers from the generator as drawing them point by point, so the
     saved runs' intervals are those of the point-by-point code (odd and even counts mixed)."""
     rng = np.random.default_rng(11)
     samples = [rng.lognormal(0, 0.1, count) for count in (7, 8, 9, 9, 10, 31, 4, 5)]
-    batched = _redrawn_statistics(samples, statistic, 500, np.random.default_rng(3))
+    batched = _redrawn_medians(samples, 500, np.random.default_rng(3))
     one_by_one = np.random.default_rng(3)
-    expected = np.column_stack([_bootstrap_statistic(s, statistic, 500, one_by_one) for s in samples])
+    expected = np.column_stack([_bootstrap_median(s, 500, one_by_one) for s in samples])
     assert np.array_equal(batched, expected)
 
 

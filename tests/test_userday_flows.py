@@ -17,6 +17,7 @@ import re
 from datetime import datetime, timedelta
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from analysis.__main__ import main
@@ -143,7 +144,7 @@ def test_compare_leads_with_the_decode_step_that_got_ten_times_slower(
     lines = capsys.readouterr().out.splitlines()
     assert "Groups (by run; ratios are to A, the baseline: the earliest run):" in lines
     assert lines[lines.index("  A  before.json (1 run)") + 1] == "  B  after.json (1 run)"
-    head = lines.index(next(line for line in lines if line.startswith("Largest changes")))
+    head = lines.index(next(line for line in lines if line.startswith("Largest change of each kind")))
     assert lines[head + 1].startswith("  decode step, CPU ")
     assert "×9.80 slower [" in lines[head + 1]
     table = "\n".join(lines[head:])
@@ -239,3 +240,51 @@ def test_many_vs_one_title_gives_the_error_as_the_tables_do() -> None:
     views = predictions.loc[predictions["variant"] == "views", "rel_error"]
     low, high = fmt_signed_percent(views.min()), fmt_signed_percent(views.max())
     assert f"prediction error of views {low} … {high}" in title
+
+
+def _unsteady(doc: dict, case: str) -> dict:
+    """SYNTHETIC: ``doc`` with the rounds of ``case`` spread evenly from its fastest to 5 × it: median/min
+    3.00, IQR 2 × the fastest."""
+    doc = copy.deepcopy(doc)
+    for bench in doc["benchmarks"]:
+        if bench["extra_info"].get("case") != case:
+            continue
+        stats = bench["stats"]
+        data = np.linspace(stats["min"], 5 * stats["min"], 101)
+        q1, median, q3 = np.quantile(data, [0.25, 0.5, 0.75])
+        stats.update(
+            data=data.tolist(),
+            rounds=data.size,
+            max=float(data.max()),
+            mean=float(data.mean()),
+            stddev=float(data.std(ddof=1)),
+            median=float(median),
+            q1=float(q1),
+            q3=float(q3),
+            iqr=float(q3 - q1),
+        )
+    return doc
+
+
+def test_compare_by_run_leads_each_kind_with_its_largest_change_framework_rows_included(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 29, point 5: the numpy-eager framework step 108 ms → 22 ms (a framework row) leads its kind in
+    ``compare --by run``, beside the decode step's change, with the unstable rounds named."""
+    today = json.loads((DATA / "runs" / "epyc-2core-full-1.json").read_text(encoding="utf-8"))
+    before = _unsteady(_scaled(today, 4.9, "framework_step"), "framework_step")
+    after = _scaled(_later(today, 1), 1.3, "decode_step")
+    write_json(tmp_path / "before.json", before)
+    write_json(tmp_path / "after.json", after)
+    assert main(["compare", str(tmp_path / "after.json"), str(tmp_path / "before.json"), "--by", "run"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    head = lines.index(next(line for line in lines if line.startswith("Largest change of each kind")))
+    leads = lines[head + 1 : lines.index("", head)]
+    framework = next(line for line in leads if line.startswith("  framework step, CPU "))
+    assert "×0.204 faster [" in framework
+    assert "; unstable in A: 3.00× median/min, IQR 67% of the median" in framework
+    assert any(line.startswith("  decode step, CPU ") and "×1.30 slower [" in line for line in leads)
+    assert len({line.split(",")[0] for line in leads}) == len(leads)  # one line per kind
+    unstable = lines.index(next(line for line in lines if line.startswith("Unstable measurements")))
+    assert lines[unstable + 1].startswith("  A  framework step, CPU ")
+    assert any(line.startswith("t0, numpy call (s)") for line in lines)  # the dispatch ladder's rows

@@ -104,7 +104,7 @@ def test_the_default_spreads_are_those_the_committed_runs_measure() -> None:
 
     figures = pd.concat([tool.per_run_figures([data / "runs"]), tool.per_run_figures([data / "aa"])])
     measured = tool.kind_spreads(figures)
-    assert len(measured) == 16  # eight CPU kinds, full and quick
+    assert len(measured) == 20  # ten CPU kinds, full and quick
     for row in measured.itertuples(index=False):
         assert verdicts.SPREAD[(row.kind, bool(row.quick))] == pytest.approx(row.spread, abs=0.0005), row
 
