@@ -2,23 +2,25 @@
 
 Rows of ``case == "decode_step"`` (``benchmarks/test_decode_step.py``). For each measured step, per machine:
 
-- CPU (numpy), from the same run's own figures, every one a fastest round (``min``):
-  - the lower bound: the step's bandwidth probe (``probe_s``: its own matrix-vector products over every
-    weight matrix, alone, one probe round before each of the step's timed rounds, so the two see the same
-    conditions and as many rounds) plus the overhead floor's work outside the probe's calls (``decode_floor``
-    less the probe's calls at their ops' measured costs). numpy runs its calls one after another, so the two
-    add: nothing overlaps, and a CPU "overlapped" figure would mean nothing. A step measured below it is a
-    defect of the bound (``bound_defect``), named with its figures in the summary and the report, never
-    drawn as a result;
-  - the per-op model, an estimate with its 95 % interval: (bytes − KV) at the probe's bandwidth + the
-    attention ops measured alone (``op == "attention"``: batched products of a few query rows are not
-    bandwidth-bound) + the other calls outside the probe at their ops' measured fixed costs (``numpy_op``,
-    ``analysis.ops``) + the floor's remainder (the Python work between the calls that no op's figure holds);
-    the interval is a percentile bootstrap (as scipy's) over the probe's and the attention term's rounds;
-  - beside them the seed's model: bytes at that bandwidth + calls × t0 (fitted ``np.add``).
-  A run older than the probe has no bound: the seed's model and the per-op model then use the best host
-  bandwidth (``analysis.host.fit_host``: copy, triad or read), measured by another case at another time, and
-  say so. A step whose bytes are under 2 × the machine's LLC is labelled cache-resident.
+- CPU (numpy), every figure a fastest round (``min``):
+  - the prediction, from other cases only (never the step's own rounds): the weights (bytes − KV cache) at
+    the bandwidth of ``host_bandwidth``'s read case (``np.matmul`` of a float32 matrix past the LLC, the
+    step's own kind of call), the attention ops from their own case (``op == "attention"``: batched products
+    of a few query rows are not bandwidth-bound), every other call at its op's measured fixed cost
+    (``numpy_op``, ``analysis.ops``) and the overhead floor's remainder (``decode_floor``: the Python work
+    between the calls that no op's figure holds). Its 95 % interval: each term's run-to-run spread on this
+    kind of machine (``analysis.verdicts.SPREAD``), since a fastest round's rounds say nothing of its
+    uncertainty; the headline is measured ÷ predicted with its interval;
+  - beside it the seed's model: bytes at the same bandwidth + calls × t0 (fitted ``np.add``);
+  - the consistency check, not a prediction: the same sum with the step's bandwidth probe (``probe_s``: its
+    own matrix-vector products over every weight matrix, alone, one probe round before each of the step's
+    timed rounds) in place of the read case;
+  - the probe estimate, the probe's fastest round + the overhead floor's work outside the probe's calls
+    (numpy runs its calls one after another): held round by round, each step round against the probe round
+    before it, the rounds that beat it counted (``rounds_below``): an estimate, not a bound, since a probe
+    round is as noisy as a step round.
+  A run without the read case uses the best of copy and triad and says so. A step whose bytes are under 2 ×
+  the machine's LLC is labelled cache-resident.
 - GPU (CuPy): work = ``model.roofline.decode_step`` of the step's configuration on the GPU's spec
   (``model.hardware.resolve_gpu_spec``: the datasheet entry, a MIG slice's share of it, or a spec derived
   from the device attributes the run recorded; ``spec_from`` says which, or why there is none), the seed's
@@ -49,7 +51,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable, Mapping
+import statistics
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -94,22 +97,31 @@ DECODE_COLUMNS = (
     "calibrated_overlapped_s",
     "calibrated_position",  # (measured − calibrated overlapped) / (calibrated serial − calibrated overlapped)
     "statistic",  # the pytest-benchmark statistic of measured_s and of the figures predicted from it
-    "attention_s",  # CPU: the step's attention ops measured alone, s (NaN: not measured)
+    "predicted_s",  # CPU: the prediction from other cases: weights at the read case's bandwidth + attention
+    #   (its own case) + every other call at its op's cost (numpy_op) + the floor's remainder, s
+    "predicted_low_s",  # CPU: its 95 % interval, from each term's run-to-run spread (_prediction_interval)
+    "predicted_high_s",
+    "measured_over_predicted",  # CPU: measured_s ÷ predicted_s, the headline
+    "ratio_low",  # CPU: its 95 % interval
+    "ratio_high",
+    "predicted_weights_s",  # CPU: (bytes − KV) at the read case's bandwidth, s
+    "predicted_calls_s",  # CPU: every call but attention's at its op's measured fixed cost, s
+    "attention_s",  # CPU: the step's attention ops measured alone (their own case), s (NaN: not measured)
     "attention_bytes",  # CPU: the KV cache those ops read, B
-    "op_calls_s",  # CPU: the calls outside attention at their ops' measured fixed costs, s
-    "op_model_s",  # CPU: the per-op model, (bytes − KV) / bandwidth + attention_s + op_calls_s, s
-    "unpriced_ops",  # CPU: ops of the call list without a measured cost (the per-op model is NaN then)
+    "unpriced_ops",  # CPU: ops of the call list without a measured cost (the prediction is NaN then)
     "floor_s",  # CPU: the overhead floor, the same call list where data costs nothing, s
     "floor_left_s",  # CPU: floor − its calls at their ops' costs: the Python work between the calls, s (≥ 0)
-    "bandwidth_from",  # CPU: "probe" (the step's own matvecs, same rounds) or "host_bandwidth" (older runs)
-    "probe_s",  # CPU: the bandwidth probe's fastest round, s
+    "bandwidth_from",  # CPU: the case the reference bandwidth comes from (host_bandwidth read, or copy/triad)
+    "check_s",  # CPU: the consistency check, the same rounds' probe in place of the read bandwidth, s
+    "op_calls_s",  # CPU: the check's calls outside the probe and attention at their ops' costs, s
+    "probe_s",  # CPU: the bandwidth probe's fastest round (the step's own matvecs, same rounds), s
     "probe_rounds",  # CPU: its rounds (= the step's timed rounds, interleaved)
+    "probe_bytes_per_s",  # CPU: the probe's bandwidth at its fastest round, B/s
     "probe_median_bytes_per_s",  # CPU: the probe's bandwidth at its median round, B/s (the spread)
     "probe_iqr_fraction",  # CPU: the probe rounds' IQR ÷ their median
-    "bound_s",  # CPU: the lower bound, probe + the floor's work outside the probe's calls, s
-    "bound_defect",  # CPU: the step measured below its lower bound (a defect of the bound, never a result)
-    "op_model_low_s",  # CPU: the per-op model's 95 % interval (bootstrap of the probe's, attention's rounds)
-    "op_model_high_s",
+    "probe_estimate_s",  # CPU: the probe's fastest round + the floor's work outside the probe's calls, s
+    "rounds_paired",  # CPU: step rounds held against the probe round before each (summed over runs)
+    "rounds_below",  # CPU: of those, rounds faster than their probe round + the floor's outside work
     "llc_bytes",  # CPU: the machine's last-level cache, B
     "cache_resident",  # CPU: bytes < 2 × LLC: the step may run from cache, not DRAM
     "gap_s",  # GPU: the GPU's own gap per kernel charged (eager: g; graph: the node cost already holds it), s
@@ -147,24 +159,6 @@ class _CpuTerms:
     costs: pd.DataFrame
     attention: pd.DataFrame
     floors: pd.DataFrame
-    #: (machine_id, plan, config, ctx, source) -> the attention term's raw rounds in that run, s (runs saved
-    #: with their samples)
-    attention_samples: dict[tuple[str, str, str, object, str], np.ndarray]
-
-
-def _attention_samples(frame: pd.DataFrame) -> dict[tuple[str, str, str, object, str], np.ndarray]:
-    """The raw rounds of each CPU attention term (``decode_step`` cases with ``op == "attention"``) whose
-    run saved them, keyed as ``_CpuTerms.attention_samples``: each run's own, so that a run's interval
-    resamples the rounds measured beside its own probe."""
-    if frame.empty or not {"case", "op", "device", "data", "source"} <= set(frame.columns):
-        return {}
-    rows = frame[(frame["case"] == "decode_step") & (frame["op"] == "attention") & (frame["device"] == "cpu")]
-    result: dict[tuple[str, str, str, object, str], np.ndarray] = {}
-    for row in rows.itertuples(index=False):
-        if isinstance(row.data, np.ndarray) and len(row.data) >= 2:
-            key = (str(row.machine_id), str(row.plan), str(row.config), row.ctx, str(row.source))
-            result.setdefault(key, np.asarray(row.data, dtype=float))
-    return result
 
 
 def decode_rows(frame: pd.DataFrame) -> pd.DataFrame:
@@ -209,7 +203,6 @@ def decode_table(
         costs=ops.op_costs(frame),
         attention=ops.attention_terms(frame),
         floors=ops.floor_table(frame),
-        attention_samples=_attention_samples(frame),
     )
     rows = []
     for key, group in steps.groupby(_GROUP, sort=True, dropna=False):
@@ -286,7 +279,9 @@ def calibrated_bandwidths(matvec: pd.DataFrame) -> dict[str, float]:
 
 
 #: The columns of a step's row that its per-run CPU prediction reads (``_cpu_run_prediction``).
-_RUN_COLUMNS = ("probe_s", "probe_bytes", "probe_op_counts", "llc_bytes", "op_counts", "source")
+_RUN_COLUMNS = ("probe_s", "probe_bytes", "probe_op_counts", "llc_bytes", "op_counts", "source", "data")
+#: The per-run figures ``_cpu_prediction`` sums over runs (counts of rounds); every other is the median.
+_SUMMED = frozenset({"rounds_paired", "rounds_below"})
 
 
 def _cpu_prediction(
@@ -308,54 +303,93 @@ def _cpu_prediction(
         values = [run.get(key) for run in per_run]
         numbers = [float(v) for v in values if isinstance(v, int | float) and not isinstance(v, bool)]
         if numbers and len(numbers) == len(values):
-            result[key] = float(np.median(numbers))
+            result[key] = int(sum(numbers)) if key in _SUMMED else float(np.median(numbers))
         else:
             result[key] = values[0]
-    if "bound_s" in result:
-        result["bound_defect"] = bool(float(row["measured_s"]) < float(result["bound_s"]))
+    if "predicted_s" in result:
+        result.update(_prediction_interval(result, row, per_run, quick=bool(row.get("quick"))))
     return result
+
+
+def _prediction_interval(
+    result: Mapping[str, object], row: Mapping[str, object], per_run: list[dict[str, object]], quick: bool
+) -> dict[str, float]:
+    """The prediction's 95 % interval and measured ÷ predicted with its own, normal on the log scale.
+
+    Each term of the prediction is a fastest-round figure of another case, whose rounds say nothing of its
+    uncertainty (a resample's minimum is never below the sample's); its uncertainty comes from the runs:
+    the machine kind's run-to-run spread of that kind of figure (``analysis.verdicts.SPREAD``: read
+    bandwidth for the weights, the decode-step case for attention, op costs for the calls, the overhead
+    floor for its remainder), each weighted by its share of the prediction, over √(runs); never below the
+    spread of the runs' own predictions where there are several. The ratio adds the step's own spread."""
+    from analysis.verdicts import SPREAD, SPREAD_MIN_RUNS
+
+    predicted = float(result["predicted_s"])
+    if not (math.isfinite(predicted) and predicted > 0):
+        return {}
+    shares = {
+        "bandwidth": _number(result.get("predicted_weights_s")),
+        "decode step, CPU": _number(result.get("attention_s")),
+        "op cost": _number(result.get("predicted_calls_s")),
+        "overhead floor": _number(result.get("floor_left_s")),
+    }
+    runs = len(per_run)
+    sigma = math.sqrt(
+        sum((value / predicted * SPREAD[(kind, quick)]) ** 2 for kind, value in shares.items() if value > 0)
+    )
+    own = [float(run["predicted_s"]) for run in per_run if _number(run.get("predicted_s")) > 0]
+    if len(own) >= SPREAD_MIN_RUNS:
+        sigma = max(sigma, float(np.std(np.log(own), ddof=1)))
+    sigma /= math.sqrt(runs)
+    step_sigma = SPREAD[("decode step, CPU", quick)] / math.sqrt(runs)
+    ratio = float(row["measured_s"]) / predicted
+    ratio_sigma = math.hypot(sigma, step_sigma)
+    z = statistics.NormalDist().inv_cdf(0.975)  # scipy.stats.norm.ppf's, without scipy.stats' import
+    return {
+        "predicted_low_s": predicted * math.exp(-z * sigma),
+        "predicted_high_s": predicted * math.exp(z * sigma),
+        "measured_over_predicted": ratio,
+        "ratio_low": ratio * math.exp(-z * ratio_sigma),
+        "ratio_high": ratio * math.exp(z * ratio_sigma),
+    }
 
 
 def _cpu_run_prediction(
     row: dict[str, object], run: Mapping[str, object], fit: pd.Series | None, terms: _CpuTerms
 ) -> dict[str, object]:
     """The CPU predictions of one saved run of the step (``run``: its frame row; ``fit``: its machine's
-    ``fit_host`` row, None where the law was not fitted)."""
+    ``fit_host`` row, None where the law was not fitted): the prediction from other cases, the seed's model,
+    and the consistency check and probe estimate from the step's own rounds (module docstring)."""
     machine_id = str(row["machine_id"])
     t0_s = float(fit["t0_s"]) if fit is not None else math.nan
-    probe = run.get("probe_s")
-    probe_bytes = _number(run.get("probe_bytes"))
     result: dict[str, object] = {"fixed_s": 0.0}
     llc = _number(run.get("llc_bytes"))
     if math.isfinite(llc) and llc > 0:
         result.update(llc_bytes=float(llc), cache_resident=bool(float(row["bytes"]) < DRAM_LLC_FACTOR * llc))
-    if isinstance(probe, tuple) and probe and math.isfinite(probe_bytes):
-        rounds = np.asarray(probe, dtype=float)
-        probe_s = float(rounds.min())
-        q1, median, q3 = np.quantile(rounds, [0.25, 0.5, 0.75])
-        bandwidth = probe_bytes / probe_s
-        result.update(
-            bandwidth_from="probe",
-            probe_s=probe_s,
-            probe_rounds=len(rounds),
-            probe_median_bytes_per_s=probe_bytes / median,
-            probe_iqr_fraction=(q3 - q1) / median,
-        )
-    else:  # saved before the probe: the best host bandwidth, measured by another case at another time
-        rounds = None
-        bandwidths = [float(fit[f"{op}_bytes_per_s"]) for op in BANDWIDTH_OPS] if fit is not None else []
-        bandwidths = [value for value in bandwidths if math.isfinite(value) and value > 0]
-        if not bandwidths:
-            return {}
-        bandwidth = max(bandwidths)
-        result["bandwidth_from"] = "host_bandwidth"
+    bandwidth, bandwidth_from = _host_read_bandwidth(fit)
+    if not math.isfinite(bandwidth):
+        return {}
     work_s = float(row["bytes"]) / bandwidth
     result.update(
+        bandwidth_from=bandwidth_from,
+        reference_bytes_per_s=bandwidth,
         work_s=work_s,
         per_op_s=t0_s,
         serial_s=work_s + row["ops_per_step"] * t0_s,
-        reference_bytes_per_s=bandwidth,
     )
+    probe = run.get("probe_s")
+    probe_bytes = _number(run.get("probe_bytes"))
+    rounds = None
+    if isinstance(probe, tuple) and probe and math.isfinite(probe_bytes):
+        rounds = np.asarray(probe, dtype=float)
+        q1, median, q3 = np.quantile(rounds, [0.25, 0.5, 0.75])
+        result.update(
+            probe_s=float(rounds.min()),
+            probe_rounds=len(rounds),
+            probe_bytes_per_s=probe_bytes / float(rounds.min()),
+            probe_median_bytes_per_s=probe_bytes / median,
+            probe_iqr_fraction=(q3 - q1) / median,
+        )
     counts = run.get("op_counts")
     if not isinstance(counts, Mapping):  # saved before the call list was recorded
         return result
@@ -364,51 +398,73 @@ def _cpu_run_prediction(
     floors = floors[[floor == dict(counts) for floor in floors["op_counts"]]]  # the same call list
     floor_s = float(floors["floor_s"].median()) if not floors.empty else math.nan
     floor_left_s = max(0.0, float(floors["left_out_s"].median())) if not floors.empty else math.nan
+    left_s = 0.0 if math.isnan(floor_left_s) else floor_left_s
     result.update(floor_s=floor_s, floor_left_s=floor_left_s)
-    probe_counts = run.get("probe_op_counts")
-    probe_calls_s = ops.price(probe_counts, costs)[0] if isinstance(probe_counts, Mapping) else math.nan
-    if rounds is not None:
-        # The step runs the probe's products and then more; numpy's calls run one after another, so the
-        # floor's work outside the probe's calls adds to the probe's time. Unpriced: the probe alone.
-        outside_probe_s = floor_s - probe_calls_s
-        result["bound_s"] = result["probe_s"] + (outside_probe_s if outside_probe_s > 0 else 0.0)
     same = (terms.attention["machine_id"] == machine_id) & (terms.attention["plan"] == row["plan"])
     same &= (terms.attention["config"] == row["config"]) & (terms.attention["ctx"] == row["ctx"])
     attention = terms.attention[same]
-    outside = dict(counts)
-    if isinstance(probe_counts, Mapping):  # the probe's calls are in its time already
-        outside = ops.subtract_counts(outside, probe_counts)
-    if attention.empty:  # no attention term: its KV bytes at the bandwidth, its calls at their costs
-        attention_s, attention_bytes, data_s = math.nan, math.nan, work_s
+    if attention.empty:  # no attention case: its KV bytes at the bandwidth, its calls at their costs
+        attention_s, attention_bytes, attention_counts = math.nan, 0.0, {}
     else:
         term = attention.iloc[0]
         attention_s, attention_bytes = float(term["attention_s"]), float(term["bytes"])
-        data_s = (float(row["bytes"]) - attention_bytes) / bandwidth
-        outside = ops.subtract_counts(outside, term["op_counts"])
-    op_calls_s, unpriced = ops.price(outside, costs)
-    known_attention_s = 0.0 if math.isnan(attention_s) else attention_s
-    left_s = 0.0 if math.isnan(floor_left_s) else floor_left_s
-    op_model_s = data_s + known_attention_s + op_calls_s + left_s
+        attention_counts = dict(term["op_counts"])
+    # The prediction: every term from another case (host_bandwidth's read, numpy_op's costs, the attention
+    # case, decode_floor's remainder), none from the step's own rounds.
+    weights_s = (float(row["bytes"]) - attention_bytes) / bandwidth
+    calls_s, unpriced = ops.price(ops.subtract_counts(dict(counts), attention_counts), costs)
+    predicted_attention_s = 0.0 if math.isnan(attention_s) else attention_s
+    predicted_s = weights_s + predicted_attention_s + calls_s + left_s
     result.update(
         attention_s=attention_s,
-        attention_bytes=attention_bytes,
-        op_calls_s=op_calls_s,
-        op_model_s=op_model_s,
+        attention_bytes=attention_bytes if not attention.empty else math.nan,
+        predicted_weights_s=weights_s,
+        predicted_calls_s=calls_s,
+        predicted_s=predicted_s,
         unpriced_ops=unpriced,
     )
-    if rounds is not None and math.isfinite(op_model_s):
-        scale = (
-            float(row["bytes"]) - (0.0 if math.isnan(attention_bytes) else attention_bytes)
-        ) / probe_bytes
-        key = (machine_id, str(row["plan"]), str(row["config"]), row["ctx"], str(run.get("source")))
-        samples = terms.attention_samples.get(key)
-        if samples is None:  # the attention term's rounds were not saved: its fastest round, as a constant
-            low, high = _model_interval(rounds, scale, None, op_model_s - data_s)
-        else:
-            low, high = _model_interval(rounds, scale, samples, op_model_s - data_s - known_attention_s)
-        # the point is the interval's lower end up to rounding (the fastest resampled round): kept inside
-        result.update(op_model_low_s=min(low, op_model_s), op_model_high_s=max(high, op_model_s))
+    if rounds is None:
+        return result
+    # The consistency check: the same rounds' probe in place of the read case's bandwidth. The step runs the
+    # probe's products and then more, one call after another, so the floor's work outside the probe's calls
+    # adds to the probe's time: the probe estimate, held against each step round after its own probe round.
+    probe_counts = run.get("probe_op_counts")
+    probe_calls_s = ops.price(probe_counts, costs)[0] if isinstance(probe_counts, Mapping) else math.nan
+    outside_probe_s = max(0.0, floor_s - probe_calls_s) if math.isfinite(floor_s - probe_calls_s) else 0.0
+    result["probe_estimate_s"] = float(rounds.min()) + outside_probe_s
+    steps = run.get("data")
+    if isinstance(steps, np.ndarray | list | tuple) and len(steps) == len(rounds):
+        below = np.asarray(steps, dtype=float) < rounds + outside_probe_s
+        result.update(rounds_paired=len(rounds), rounds_below=int(np.count_nonzero(below)))
+    outside = dict(counts)
+    if isinstance(probe_counts, Mapping):  # the probe's calls are in its time already
+        outside = ops.subtract_counts(outside, probe_counts)
+    outside = ops.subtract_counts(outside, attention_counts)
+    check_calls_s = ops.price(outside, costs)[0]
+    scale = (float(row["bytes"]) - attention_bytes) / probe_bytes
+    attention_check_s = attention_s if math.isfinite(attention_s) else attention_bytes / bandwidth
+    result.update(
+        op_calls_s=check_calls_s,
+        check_s=scale * float(rounds.min()) + attention_check_s + check_calls_s + left_s,
+    )
     return result
+
+
+def _host_read_bandwidth(fit: pd.Series | None) -> tuple[float, str]:
+    """The bandwidth the prediction reads the weights at, B/s, and where it comes from: the machine's
+    ``host_bandwidth`` read case (the step's own ``np.matmul`` of a float32 matrix past the LLC,
+    ``benchmarks/test_host_bandwidth.py``), else, for a run saved before it, the best of copy and triad."""
+    if fit is None:
+        return math.nan, ""
+    read = _number(fit.get("read_bytes_per_s"))
+    if math.isfinite(read) and read > 0:
+        return read, "host_bandwidth read"
+    others = {op: _number(fit.get(f"{op}_bytes_per_s")) for op in BANDWIDTH_OPS if op != "read"}
+    others = {op: value for op, value in others.items() if math.isfinite(value) and value > 0}
+    if not others:
+        return math.nan, ""
+    best = max(others, key=others.__getitem__)
+    return others[best], f"host_bandwidth {best} (no read case in the run)"
 
 
 def _number(value: object) -> float:
@@ -416,56 +472,6 @@ def _number(value: object) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
         return math.nan
     return float(value)
-
-
-def _model_interval(
-    probe_s: np.ndarray, scale: float, attention_s: np.ndarray | None, rest_s: float
-) -> tuple[float, float]:
-    """The per-op model's 95 % interval, s: a percentile bootstrap (``_percentile_interval``) of scale × the
-    probe's fastest round + the attention term's fastest round (``attention_s``: its rounds, where they were
-    saved; None: ``rest_s`` holds its fastest round) + ``rest_s``, resampling the rounds of each. The
-    fastest of resampled rounds is never faster than the fastest round, so the interval starts at the
-    estimate and says how much slower the fastest round of another set of as many rounds would likely be."""
-
-    def estimate(probe: np.ndarray, *attention: np.ndarray, axis: int = -1) -> np.ndarray:
-        total = scale * np.min(probe, axis=axis) + rest_s
-        return total + (np.min(attention[0], axis=axis) if attention else 0.0)
-
-    samples = (probe_s,) if attention_s is None else (probe_s, attention_s)
-    if len(probe_s) < 2:
-        point = float(estimate(*samples))
-        return point, point
-    return _percentile_interval(samples, estimate)
-
-
-#: The bootstrap's resamples and seed (``_percentile_interval``).
-_RESAMPLES = 2_000
-_SEED = 0
-
-
-def _percentile_interval(
-    samples: tuple[np.ndarray, ...], estimate: Callable[..., np.ndarray], level: float = 0.95
-) -> tuple[float, float]:
-    """The percentile bootstrap interval of ``estimate`` over ``samples``, each resampled on its own: what
-    ``scipy.stats.bootstrap(samples, estimate, paired=False, vectorized=True, method="percentile",
-    n_resamples=2000, random_state=default_rng(0))`` returns, bit for bit (the same draws, then its
-    quantile, Hyndman and Fan's type 7, in its arithmetic; tested against it), without importing
-    scipy.stats: 0.8 s of every benchmark session's summary, which shows this interval."""
-    rng = np.random.default_rng(_SEED)
-    resampled = [sample[rng.integers(0, sample.size, (_RESAMPLES, sample.size))] for sample in samples]
-    replicates = np.sort(estimate(*resampled, axis=-1))
-    alpha = (1 - level) / 2
-    p = np.array([alpha, 1 - alpha])
-    position = p * replicates.size + (1 - p)  # 1-based: the type 7 quantile's m = 1 - p
-    above = position // 1
-    below = above - 1
-    weight = position % 1
-    weight[below < 0] = 0
-    last = replicates.size - 1
-    low_high = (1 - weight) * replicates[np.clip(below, 0, last).astype(np.int64)] + weight * replicates[
-        np.clip(above, 0, last).astype(np.int64)
-    ]
-    return float(low_high[0]), float(low_high[1])
 
 
 def _gpu_prediction(
@@ -564,18 +570,17 @@ def _launch_costs(
 
 
 def _finish(row: dict[str, object]) -> dict[str, object]:
-    """Fill the derived columns: position between the bounds (GPU), whether the step respects its bounds
-    (GPU: between them; CPU: at or above its lower bound), achieved bandwidth and its fraction."""
+    """Fill the derived columns: position between the bounds and whether the step lies between them (GPU; the
+    CPU has a prediction with its interval, no bounds), achieved bandwidth and its fraction."""
     full = dict.fromkeys(DECODE_COLUMNS, math.nan) | row
     measured = float(full["measured_s"])
     serial, overlapped = float(full["serial_s"]), float(full["overlapped_s"])
     width = serial - overlapped
     full["position"] = (measured - overlapped) / width if width > 0 else math.nan
     full["within_bounds"] = bool(overlapped <= measured <= serial) if math.isfinite(serial) else None
-    if full["device"] == "cpu":  # one bound, from below: the seed's serial model is an estimate, not a bound
-        bound = float(full["bound_s"])
+    if full["device"] == "cpu":  # no bound: the seed's serial model and the prediction are estimates
         full["position"] = math.nan
-        full["within_bounds"] = bool(measured >= bound) if math.isfinite(bound) else None
+        full["within_bounds"] = None
     full["achieved_bytes_per_s"] = float(full["bytes"]) / measured
     full["bandwidth_fraction"] = full["achieved_bytes_per_s"] / float(full["reference_bytes_per_s"])
     return full

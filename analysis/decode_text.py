@@ -1,5 +1,5 @@
 """The decode step's text: its section of the terminal summary and the cells that the report and the figures
-print of a measured step (``where``, ``where_calibrated``, ``model_cell``, ``bound_defect_lines``).
+print of a measured step (``where``, ``where_calibrated``, ``prediction_cell``, ``ratio_cell``).
 
 ``analysis.decode`` computes the steps against their predictions and ``analysis.ops`` the CPU's per-op costs
 and overhead floor (frames of SI values); this module, one floor above them, turns those frames into lines,
@@ -122,15 +122,12 @@ def _cost_lines(costs: pd.DataFrame, floors: pd.DataFrame) -> list[str]:
 def where(row: object) -> str:
     """Where a ``decode_table`` row's measurement falls. GPU: "inside (position)" between the bounds (0 = at
     the overlapped one, 1 = at the serial one), else how many times the nearer bound it is ("above: 4.3×
-    serial", "below: 0.8× overlapped"). CPU: how many times its lower bound it is ("1.14× the lower bound"),
-    or "bound defect: 0.73× the lower bound" where it is below it. The terminal summary and the report both
-    print this."""
+    serial", "below: 0.8× overlapped"). CPU: measured ÷ predicted with its interval ("1.15× predicted
+    [1.08–1.23]"). The terminal summary and the report both print this."""
     if getattr(row, "device", None) == "cpu":
-        bound = float(getattr(row, "bound_s", math.nan))
-        if not math.isfinite(bound):
-            return "no lower bound"
-        ratio = row.measured_s / bound
-        return f"bound defect: {ratio:.2f}× the lower bound" if ratio < 1 else f"{ratio:.2f}× the lower bound"
+        return (
+            f"{ratio_cell(row)} predicted" if math.isfinite(row.measured_over_predicted) else "no prediction"
+        )
     if not (math.isfinite(row.overlapped_s) and math.isfinite(row.serial_s)):
         return "no prediction"
     if row.within_bounds:
@@ -153,28 +150,30 @@ def where_calibrated(row: object) -> str:
     )
 
 
-def model_cell(row: object) -> str:
-    """The per-op model and its interval: "13.5 ms [13.5 ms – 13.8 ms]"."""
-    if not math.isfinite(row.op_model_s):
+def prediction_cell(row: object) -> str:
+    """The CPU prediction from other cases and its interval: "7.66 ms [7.33 ms – 8.00 ms]"."""
+    if not math.isfinite(row.predicted_s):
         return "n/a"
-    if not (math.isfinite(row.op_model_low_s) and math.isfinite(row.op_model_high_s)):
-        return fmt_time(row.op_model_s)
-    return f"{fmt_time(row.op_model_s)} [{fmt_time(row.op_model_low_s)} – {fmt_time(row.op_model_high_s)}]"
+    if not (math.isfinite(row.predicted_low_s) and math.isfinite(row.predicted_high_s)):
+        return fmt_time(row.predicted_s)
+    return f"{fmt_time(row.predicted_s)} [{fmt_time(row.predicted_low_s)} – {fmt_time(row.predicted_high_s)}]"
 
 
-def bound_defect_lines(rows: pd.DataFrame, indent: str = "") -> list[str]:
-    """One line per CPU step measured below its lower bound: a defect of the bound (its figures named), never
-    a result. The summary and the report print these."""
-    if "bound_defect" not in rows.columns:
-        return []
-    defects = rows[rows["bound_defect"].eq(True)]
-    return [
-        f"{indent}BOUND DEFECT: {row.machine_id}, {row.config} {row.plan}: measured "
-        f"{fmt_time(row.measured_s)} is below its lower bound {fmt_time(row.bound_s)} "
-        f"({row.measured_s / row.bound_s:.2f}×; probe "
-        f"{fmt_time(row.probe_s)}, floor {_time(row.floor_s)}): the bound is wrong, not the step"
-        for row in defects.itertuples(index=False)
-    ]
+def ratio_cell(row: object) -> str:
+    """Measured ÷ predicted (CPU) with its interval: "1.15× [1.08–1.23]"."""
+    if not math.isfinite(row.measured_over_predicted):
+        return "n/a"
+    if not (math.isfinite(row.ratio_low) and math.isfinite(row.ratio_high)):
+        return f"{row.measured_over_predicted:.2f}×"
+    return f"{row.measured_over_predicted:.2f}× [{row.ratio_low:.2f}–{row.ratio_high:.2f}]"
+
+
+def rounds_below_text(row: object) -> str:
+    """How many step rounds ran faster than their own probe round plus the floor's work outside it."""
+    paired = getattr(row, "rounds_paired", math.nan)
+    if not (isinstance(paired, int | float) and math.isfinite(paired) and paired > 0):
+        return "n/a"
+    return f"{int(row.rounds_below)} of {int(paired)}"
 
 
 def _device_lines(device: str, rows: pd.DataFrame) -> list[str]:
@@ -280,90 +279,86 @@ def _pdl_cell(row: object) -> str:
 
 
 def _cpu_lines(rows: pd.DataFrame) -> list[str]:
-    """The CPU step against its lower bound and the per-op model (with its interval), the seed's model beside
-    them; any measurement below its bound named as a defect of the bound; a cache-resident step labelled."""
+    """The CPU step against its prediction from other cases (with its interval, the headline), the seed's
+    model beside it, then the consistency check and the probe estimate from the step's own rounds, each so
+    named; a cache-resident step labelled."""
     first = rows.iloc[0]
     lines = [
         f"  CPU, {first['config']}, batch {int(first['batch'])}, ctx {fmt_count(first['ctx'])}. Statistic: "
-        "every time is its case's fastest round (min); the step's and its probe's over the same rounds"
+        "every time is its case's fastest round (min)"
     ]
-    if rows["serial_s"].isna().all() and rows["bound_s"].isna().all():
+    if rows["serial_s"].isna().all():
         lines.append(
-            "    no prediction: the bandwidth comes from the step's probe (runs of today's code) or from the "
-            "CPU suite (host_bandwidth) of the same machine"
+            "    no prediction: the bandwidth comes from the CPU suite (host_bandwidth) of the same machine"
         )
         lines.extend(_cpu_step_cells(rows))
         return lines
     lines.extend(_bandwidth_lines(rows))
     lines.extend(_cpu_step_cells(rows))
-    lines.append(
-        "    lower bound = the probe's fastest round + the overhead floor's work outside the probe's calls "
-        "(numpy runs its calls one after another: nothing overlaps)"
-    )
-    if rows["op_model_s"].notna().any():
-        lines.append(
-            "    per-op model = (bytes − KV cache) / the probe's bandwidth + attention (its ops measured "
-            "alone) + the other calls × their op's measured fixed cost + the floor's remainder (the Python "
-            "between the calls)"
-        )
-        lines.append(
-            "      interval: 95 %, percentile bootstrap over the probe's and attention's rounds (scipy)"
-        )
-    elif rows["unpriced_ops"].isna().all():
-        lines.append("    no per-op model: the run holds no call list (op_counts) of the step")
-    if rows["attention_s"].isna().any() and rows["op_model_s"].notna().any():
+    lines += [
+        "    predicted = (bytes − KV cache) at the read case's bandwidth + attention (its own case, at the "
+        "step's context) + every other call at its op's measured fixed cost (numpy_op) + the overhead "
+        "floor's remainder (the Python between the calls): other cases only, none of the step's rounds",
+        "      interval: 95 %, from each term's run-to-run spread on this kind of machine (a fastest round's "
+        "rounds say nothing of it), over √runs; the ratio adds the step's own spread",
+        "    seed's model = bytes at the same bandwidth + calls × t0 (fitted np.add), as the lecture has it",
+        "    consistency check = the same, with the step's own matrix-vector products (the probe, timed in "
+        "the same rounds) in place of the read case: not a prediction",
+        "    probe estimate = the probe's fastest round + the floor's work outside its calls; an estimate, "
+        "not a bound: held round by round, a step round can beat the probe round before it",
+    ]
+    if rows["attention_s"].isna().any() and rows["predicted_s"].notna().any():
         lines.append(
             "    attention: not measured in this run: its KV bytes at the bandwidth, its calls at their cost"
         )
     for row in rows.itertuples(index=False):
         if isinstance(row.unpriced_ops, tuple) and row.unpriced_ops:
-            lines.append(
-                f"    {row.plan}: no measured cost for {', '.join(row.unpriced_ops)}: no per-op model"
-            )
-    lines.extend(bound_defect_lines(rows, indent="    "))
+            lines.append(f"    {row.plan}: no measured cost for {', '.join(row.unpriced_ops)}: no prediction")
     lines.extend(_cache_lines(rows))
     return lines
 
 
 def _bandwidth_lines(rows: pd.DataFrame) -> list[str]:
-    """Where the CPU step's bandwidth comes from, with its spread over the same run's rounds."""
+    """Where the CPU prediction's bandwidth comes from, and the probe's beside it."""
     lines = []
     for row in rows.itertuples(index=False):
-        if row.bandwidth_from == "probe":
-            lines.append(
-                f"    {row.plan}: bandwidth {fmt_rate(row.reference_bytes_per_s)} (best), "
-                f"{fmt_rate(row.probe_median_bytes_per_s)} (median), IQR {_fraction(row.probe_iqr_fraction)} "
-                f"of the median: the step's own matrix-vector products alone, one round before each of its "
-                f"{fmt_count(row.probe_rounds)} rounds"
-            )
-        elif isinstance(row.bandwidth_from, str):
-            lines.append(
-                f"    {row.plan}: bandwidth {fmt_rate(row.reference_bytes_per_s)}: the best host_bandwidth "
-                "round, another case at another time (a run older than the probe): an estimate, no bound"
-            )
+        if not isinstance(row.bandwidth_from, str):
+            continue
+        probe = (
+            f"; the step's own matrix-vector products (probe) {fmt_rate(row.probe_bytes_per_s)} (best), "
+            f"{fmt_rate(row.probe_median_bytes_per_s)} (median), IQR {_fraction(row.probe_iqr_fraction)} of "
+            f"the median over its {fmt_count(row.probe_rounds)} rounds"
+            if math.isfinite(row.probe_bytes_per_s)
+            else ""
+        )
+        lines.append(
+            f"    {row.plan}: bandwidth {fmt_rate(row.reference_bytes_per_s)} ({row.bandwidth_from}){probe}"
+        )
     return lines
 
 
 def _cpu_step_cells(rows: pd.DataFrame) -> list[str]:
-    """The CPU table: measured, lower bound, per-op model with its interval, the seed's model."""
+    """The CPU table: measured, the prediction with its interval and the ratio, the seed's model, the
+    consistency check and the probe estimate with the rounds that beat it."""
     cells = [
         [
             str(row.plan),
             fmt_count(row.ops_per_step),
             fmt_bytes(row.bytes),
             fmt_time(row.measured_s),
-            _time(row.bound_s),
-            where(row),
-            model_cell(row),
-            _ratio(row.measured_s, row.op_model_s),
-            _time(row.floor_s),
+            prediction_cell(row),
+            ratio_cell(row),
             _time(row.serial_s),
+            _ratio(row.measured_s, row.serial_s),
+            _ratio(row.measured_s, row.check_s),
+            _time(row.probe_estimate_s),
+            rounds_below_text(row),
             fmt_rate(row.achieved_bytes_per_s),
         ]
         for row in rows.itertuples(index=False)
     ]
-    headers = ["plan", "numpy calls", "bytes", "measured", "lower bound", "measured vs bound"]
-    headers += ["per-op model [95 %]", "measured ÷ model", "floor", "seed's model", "achieved"]
+    headers = ["plan", "numpy calls", "bytes", "measured", "predicted [95 %]", "measured ÷ predicted"]
+    headers += ["seed's model", "÷ seed", "÷ check", "probe estimate", "rounds below it", "achieved"]
     return [f"    {line}" for line in format_table(headers, cells).splitlines()]
 
 

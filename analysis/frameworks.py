@@ -70,8 +70,8 @@ STEP_COLUMNS = (
     "bytes",
     "vs_numpy",
     "vs_eager",
-    "op_model_s",
-    "vs_op_model",
+    "predicted_s",
+    "vs_predicted",
 )
 #: The statistic the step ratios compare, by device (``step_times``).
 STEP_STATISTIC = {"cpu": "min_s", "cuda": "median_s"}
@@ -154,9 +154,9 @@ def step_times(frame: pd.DataFrame, decode_steps: pd.DataFrame | None = None) ->
     fastest rounds on the CPU (``STEP_STATISTIC``: other work on the machine only adds time, as
     ``analysis.host`` reasons) and the medians on the GPU.
 
-    ``decode_steps`` (``analysis.fits.Fits.decode_steps``): ``op_model_s`` is the per-op model of the numpy
+    ``decode_steps`` (``analysis.fits.Fits.decode_steps``): ``predicted_s`` is the prediction of the numpy
     ``decode_step`` of the same machine, device and model in the fused plan (the framework step's
-    projections are the fused plan's, ``benchmarks.decode_frameworks``), and ``vs_op_model`` the step over
+    projections are the fused plan's, ``benchmarks.decode_frameworks``), and ``vs_predicted`` the step over
     it: how far each framework's step is from what numpy's calls, priced one by one, predict."""
     rows = _rows(frame, STEP_CASE)
     if rows.empty:
@@ -178,26 +178,26 @@ def step_times(frame: pd.DataFrame, decode_steps: pd.DataFrame | None = None) ->
     for row, own_s in zip(table.itertuples(index=False), seconds, strict=True):
         ratios_numpy.append(own_s / eager.get((row.machine_id, row.device, NUMPY), math.nan))
         ratios_eager.append(own_s / eager.get((row.machine_id, row.device, row.framework), math.nan))
-    models = _op_models(decode_steps)
-    op_model_s = [
+    models = _predictions(decode_steps)
+    predicted_s = [
         models.get((row.machine_id, row.device, row.config), math.nan)
         for row in table.itertuples(index=False)
     ]
     return table.assign(
         vs_numpy=ratios_numpy,
         vs_eager=ratios_eager,
-        op_model_s=op_model_s,
-        vs_op_model=seconds.to_numpy(dtype=float) / np.asarray(op_model_s, dtype=float),
+        predicted_s=predicted_s,
+        vs_predicted=seconds.to_numpy(dtype=float) / np.asarray(predicted_s, dtype=float),
     )[list(STEP_COLUMNS)]
 
 
-def _op_models(decode_steps: pd.DataFrame | None) -> dict[tuple[str, str, str], float]:
-    """(machine, device, model) → the per-op model of its numpy decode step in the fused plan (s)."""
-    if decode_steps is None or decode_steps.empty or "op_model_s" not in decode_steps:
+def _predictions(decode_steps: pd.DataFrame | None) -> dict[tuple[str, str, str], float]:
+    """(machine, device, model) → the prediction of its numpy decode step in the fused plan (s)."""
+    if decode_steps is None or decode_steps.empty or "predicted_s" not in decode_steps:
         return {}
-    fused = decode_steps[(decode_steps["plan"] == FUSED.name) & decode_steps["op_model_s"].notna()]
+    fused = decode_steps[(decode_steps["plan"] == FUSED.name) & decode_steps["predicted_s"].notna()]
     return {
-        (str(row.machine_id), str(row.device), str(row.config)): float(row.op_model_s)
+        (str(row.machine_id), str(row.device), str(row.config)): float(row.predicted_s)
         for row in fused.itertuples(index=False)
     }
 
@@ -245,7 +245,7 @@ def demo2_by_layer(costs: pd.DataFrame, configs: tuple[ModelConfig, ...] = (LLAM
 
 def summary_lines(frame: pd.DataFrame, level: float = DEFAULT_LEVEL, fits: Fits | None = None) -> list[str]:
     """The ladder as text: t0 per caller with its interval and ratio to numpy, cost per launch per layer,
-    the decode steps per framework (against numpy's per-op model where ``fits`` holds it), and demo 2 per
+    the decode steps per framework (against numpy's predicted step where ``fits`` holds it), and demo 2 per
     layer; nothing for tables without rows. ``fits``: ``analysis.fits.fit_all(frame)``, whose law per caller
     is read (fitted here, at ``level``, when not given)."""
     lines: list[str] = []
@@ -269,8 +269,8 @@ def summary_lines(frame: pd.DataFrame, level: float = DEFAULT_LEVEL, fits: Fits 
         lines.append(f"Cost per launch, {machine_id}, {layer}: {points}")
     for row in step_times(frame, fits.decode_steps if fits is not None else None).itertuples(index=False):
         model = (
-            f"; {row.vs_op_model:.2f} × numpy's per-op model ({fmt_time(row.op_model_s)})"
-            if math.isfinite(row.vs_op_model)
+            f"; {row.vs_predicted:.2f} × numpy's predicted step ({fmt_time(row.predicted_s)})"
+            if math.isfinite(row.vs_predicted)
             else ""
         )
         lines.append(

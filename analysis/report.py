@@ -19,7 +19,7 @@ import pandas as pd
 
 from analysis import ops
 from analysis.compare import BY_MACHINE, compared_table, group_runs
-from analysis.decode_text import bound_defect_lines, model_cell, where
+from analysis.decode_text import prediction_cell, rounds_below_text, where
 from analysis.figures import FIGURES_DIR, publish_figures, write_figures
 from analysis.fits import Fits, fit_all
 from analysis.host import BANDWIDTH_OPS
@@ -268,9 +268,9 @@ def _launch_lines(fits: Fits, figures: dict[str, list[str]]) -> list[str]:
 
 
 def _decode_lines(fits: Fits, figures: dict[str, list[str]]) -> list[str]:
-    """Measured decode steps (``analysis.decode.decode_table``): CPU steps against their lower bound and the
-    per-op model with its interval (a step below its bound named as a defect of the bound); GPU steps
-    beside their overlapped and serial bounds (``position`` 0 = at the overlapped one, 1 = at the serial)."""
+    """Measured decode steps (``analysis.decode.decode_table``): CPU steps against their prediction from
+    other cases, with its interval, and the seed's model; GPU steps beside their overlapped and serial bounds
+    (``position`` 0 = at the overlapped one, 1 = at the serial)."""
     steps = fits.decode_steps
     if steps.empty:
         return []
@@ -287,36 +287,35 @@ def _decode_lines(fits: Fits, figures: dict[str, list[str]]) -> list[str]:
 def _cpu_decode_lines(steps: pd.DataFrame) -> list[str]:
     """The CPU table of the decode section (``_decode_lines``)."""
     intro = (
-        "CPU (numpy), one token per step. Lower bound: the step's own matrix-vector products alone (the "
-        "probe, one round before each of the step's rounds, so both see the same conditions), plus the "
-        "overhead floor's work outside the probe's calls; numpy runs its calls one after another, so nothing "
-        "overlaps. Per-op model: (bytes − KV cache) at the probe's bandwidth + attention (measured alone) + "
-        "the other calls at their op's measured cost + the floor's remainder, with a 95 % percentile "
-        "bootstrap interval over the probe's and attention's rounds. Statistic: the fastest round (min) on "
-        "both sides. Runs older than the probe have the seed's model at the best host bandwidth instead: an "
-        "estimate, no bound."
+        "CPU (numpy), one token per step. Predicted from other cases only: (bytes − KV cache) at the read "
+        "case's bandwidth (host_bandwidth: np.matmul of a float32 matrix past the LLC) + attention (its "
+        "own case, at the step's context) + every other call at its op's measured fixed cost (numpy_op) + "
+        "the overhead floor's remainder; its 95 % interval from each term's run-to-run spread. The seed's "
+        "model: bytes at the same bandwidth + calls × t0. Consistency check: the same sum with the step's "
+        "own matrix-vector products (the probe, timed in the step's rounds) in place of the read case — "
+        "not a prediction. Probe estimate: the probe's fastest round + the floor's work outside it, an "
+        "estimate and not a bound (a step round can beat the probe round before it; counted). Statistic: "
+        "the fastest round (min) on every side."
     )
-    header = ["numpy calls", "measured step", "lower bound", "where", "per-op model [95 %]"]
-    header += ["measured ÷ model", "bandwidth", "bandwidth from", "cache-resident"]
+    header = ["numpy calls", "measured step", "predicted [95 %]", "measured ÷ predicted", "seed's model"]
+    header += ["÷ seed", "÷ check", "probe estimate", "rounds below it", "bandwidth from", "cache-resident"]
 
     def cells(row: Any) -> list[str]:
         return [
             fmt_count(row.ops_per_step),
             fmt_time(row.measured_s),
-            _maybe(row.bound_s, fmt_time),
-            where(row),
-            model_cell(row),
-            _maybe(row.measured_s / row.op_model_s, lambda ratio: f"{ratio:.2f}×"),
-            fmt_rate(row.reference_bytes_per_s) if math.isfinite(row.reference_bytes_per_s) else "n/a",
+            prediction_cell(row),
+            where(row).removesuffix(" predicted"),
+            _maybe(row.serial_s, fmt_time),
+            _maybe(row.measured_s / row.serial_s, lambda ratio: f"{ratio:.2f}×"),
+            _maybe(row.measured_s / row.check_s, lambda ratio: f"{ratio:.2f}×"),
+            _maybe(row.probe_estimate_s, fmt_time),
+            rounds_below_text(row),
             str(row.bandwidth_from) if isinstance(row.bandwidth_from, str) else "",
             "yes" if row.cache_resident is True else "no" if row.cache_resident is False else "unknown",
         ]
 
-    lines = _step_table(intro, steps, header, cells)
-    defects = bound_defect_lines(steps)
-    if defects:
-        lines += [f"- {line}" for line in defects] + [""]
-    return lines
+    return _step_table(intro, steps, header, cells)
 
 
 def _gpu_decode_lines(steps: pd.DataFrame) -> list[str]:
@@ -422,7 +421,7 @@ def _ops_lines(frame: pd.DataFrame, fits: Fits, figures: dict[str, list[str]]) -
 
 def _ladder_lines(frame: pd.DataFrame, fits: Fits, figures: dict[str, list[str]]) -> list[str]:
     """The dispatch ladder (``analysis.frameworks``): t0 per caller with its interval, each framework's
-    decode step against numpy's and against numpy's per-op model, and demo 2 with each GPU layer's cost per
+    decode step against numpy's and against numpy's predicted step, and demo 2 with each GPU layer's cost per
     launch; empty without a framework case."""
     from analysis.frameworks import demo2_by_layer, launch_costs, step_times
 
@@ -460,7 +459,7 @@ def _ladder_lines(frame: pd.DataFrame, fits: Fits, figures: dict[str, list[str]]
                 "median",
                 "× numpy's step",
                 "× eager",
-                "× numpy's per-op model",
+                "× numpy's predicted step",
             ],
             [
                 [
@@ -473,7 +472,7 @@ def _ladder_lines(frame: pd.DataFrame, fits: Fits, figures: dict[str, list[str]]
                     fmt_time(row.median_s),
                     _maybe(row.vs_numpy, lambda value: f"{value:.2f}×"),
                     _maybe(row.vs_eager, lambda value: f"{value:.2f}×"),
-                    _maybe(row.vs_op_model, lambda value: f"{value:.2f}×"),
+                    _maybe(row.vs_predicted, lambda value: f"{value:.2f}×"),
                 ]
                 for row in steps.itertuples(index=False)
             ],

@@ -140,9 +140,9 @@ def test_plot_and_a_run_without_frameworks_refuse_in_one_line(capsys: pytest.Cap
     assert len(err) == 1 and "compare --by framework" in err[0]
 
 
-def test_the_terminal_summary_holds_the_ladder_against_the_per_op_model() -> None:
+def test_the_terminal_summary_holds_the_ladder_against_numpys_predicted_step() -> None:
     """``analysis.summary`` prints the ladder (``python -m analysis summary RUN.json``, after a pytest run),
-    each framework's step against numpy's per-op model of the same machine and model (fused plan)."""
+    each framework's step against numpy's predicted step of the same machine and model (fused plan)."""
     from analysis.frameworks import step_times
     from analysis.summary import summary_lines
 
@@ -155,9 +155,9 @@ def test_the_terminal_summary_holds_the_ladder_against_the_per_op_model() -> Non
     fused = decode[decode["plan"] == "fused"].iloc[0]
     steps = step_times(frame, decode).set_index(["framework", "compiler"])
     jitted = steps.loc[("jax", "jax.jit")]
-    assert jitted["op_model_s"] == pytest.approx(fused["op_model_s"])
-    assert jitted["vs_op_model"] == pytest.approx(jitted["min_s"] / fused["op_model_s"])
-    assert any(f"{jitted['vs_op_model']:.2f} × numpy's per-op model" in line for line in lines)
+    assert jitted["predicted_s"] == pytest.approx(fused["predicted_s"])
+    assert jitted["vs_predicted"] == pytest.approx(jitted["min_s"] / fused["predicted_s"])
+    assert any(f"{jitted['vs_predicted']:.2f} × numpy's predicted step" in line for line in lines)
 
 
 def test_the_report_tables_the_ladder() -> None:

@@ -268,13 +268,13 @@ def test_many_vs_one_title_is_computed_from_the_points(real) -> None:
 # --- decode bands -------------------------------------------------------------------------------------------
 
 
-def test_decode_bands_draws_cpu_steps_against_their_lower_bound_and_the_per_op_model(today) -> None:
-    """Today's runs (tests/data/runs): every CPU step with a lower bound is one row at x = time ÷ that bound,
-    the bound at 1, the per-op model's interval as a bar."""
+def test_decode_bands_draws_cpu_steps_against_their_prediction(today) -> None:
+    """Today's runs (tests/data/runs): every CPU step with a prediction is one row at x = time ÷ the
+    prediction, the prediction at 1 with its interval as a bar, the seed's model beside it."""
     _, fits, figures = today
     steps = fits.decode_steps
-    drawn = steps[steps["bound_s"].notna() & ~steps["bound_defect"].eq(True)]
-    assert not drawn.empty and (drawn["measured_s"] >= drawn["bound_s"]).all()
+    drawn = steps[steps["predicted_s"].notna()]
+    assert not drawn.empty
     figure = figures["decode_bands"]
     (ax,) = figure.axes
     assert ax.get_xscale() == "log"
@@ -283,18 +283,19 @@ def test_decode_bands_draws_cpu_steps_against_their_lower_bound_and_the_per_op_m
     labels = _tick_texts(ax.yaxis)
     assert len(labels) == len(drawn)
     for row in drawn.itertuples(index=False):
-        note = f"{where(row)}; {row.measured_s / row.op_model_s:.2f}× the per-op model"
+        note = f"{where(row)}; {row.measured_s / row.serial_s:.2f}× the seed's model"
         assert any(note in label for label in labels), note
     bars = [patch for patch in ax.patches if not patch.get_hatch()]
-    assert len(bars) == len(drawn)  # one interval bar per step, starting at the model's point
+    assert len(bars) == len(drawn)  # one interval bar per step, around the prediction at 1
     for bar, row in zip(bars, drawn.itertuples(index=False), strict=True):
-        assert bar.get_x() == pytest.approx(row.op_model_low_s / row.bound_s)
-    assert "fastest round" in ax.get_xlabel() and "lower bound" in ax.get_xlabel()
+        assert bar.get_x() == pytest.approx(row.predicted_low_s / row.predicted_s)
+        assert bar.get_x() < 1 < bar.get_x() + bar.get_width()
+    assert "fastest round" in ax.get_xlabel() and "prediction" in ax.get_xlabel()
 
 
 def test_decode_bands_title_counts_where_the_steps_fall_and_changes_with_them() -> None:
     table = decode_table(_steps(), host_fits=_host_fits(), launch_fits=_launch_fits())
-    figure = decode_bands(table)  # the CPU rows have no bound (no probe): only the GPU's are drawn
+    figure = decode_bands(table)  # the CPU rows have no prediction (no call list): only the GPU's are drawn
     gpu = table[table["device"] == "cuda"]
     title = figure.get_suptitle().replace("\n", " ")
     assert "CPU" not in title
@@ -315,15 +316,15 @@ def test_decode_bands_title_counts_where_the_steps_fall_and_changes_with_them() 
     assert decode_bands(table.assign(serial_s=math.nan, overlapped_s=math.nan)) is None
 
 
-def test_a_cpu_step_below_its_bound_is_not_drawn_and_the_title_names_the_defect() -> None:
+def test_the_title_gives_the_cpu_steps_measured_over_predicted() -> None:
     from tests.test_decode_analysis import _probe_frame
 
-    ok = decode_table(_probe_frame(20e-3), host_fits=_host_fits())
-    bad = decode_table(_probe_frame(12e-3), host_fits=_host_fits())
-    assert decode_bands(bad) is None  # nothing left to draw as a result
-    both = pd.concat([ok.assign(machine_id="a"), bad.assign(machine_id="b")], ignore_index=True)
+    one = decode_table(_probe_frame(20e-3), host_fits=_host_fits())
+    two = decode_table(_probe_frame(25e-3), host_fits=_host_fits())
+    both = pd.concat([one.assign(machine_id="a"), two.assign(machine_id="b")], ignore_index=True)
+    ratios = both["measured_over_predicted"]
     title = decode_bands(both).get_suptitle().replace("\n", " ")
-    assert "1 CPU step(s) below their lower bound: a defect of the bound, not drawn" in title
+    assert f"CPU: 2 decode step(s) at {ratios.min():.2f}–{ratios.max():.2f}× their prediction" in title
 
 
 def test_gpu_decode_steps_show_the_calibrated_roofline_beside_the_datasheet_one(synthetic) -> None:

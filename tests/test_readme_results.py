@@ -23,7 +23,7 @@ def test_the_quoted_results_are_what_the_committed_runs_give(name: str) -> None:
 
 
 def test_a_drifted_figure_is_caught(tmp_path: Path) -> None:
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    text = (ROOT / "docs" / "results.md").read_text(encoding="utf-8")
     table = readme_results.decode_runs_table()
     assert table in text
     first_row = table.splitlines()[2]
@@ -32,12 +32,21 @@ def test_a_drifted_figure_is_caught(tmp_path: Path) -> None:
     assert drifted != text
 
 
-def test_every_committed_run_is_in_the_table_and_no_run_beats_its_bound() -> None:
+def test_every_committed_run_is_in_the_table_with_its_prediction_and_interval() -> None:
+    """Issue 30: each run's step against its prediction from other cases, the interval around the ratio;
+    README's one line spans exactly the table's ratios."""
     table = readme_results.decode_runs_table()
     runs = sorted(path.name for path in readme_results.RUNS.glob("*.json"))
     assert len(runs) >= 3
     for run in runs:
         assert f"`{run}`" in table
+    ratios = []
     for row in table.splitlines()[2:]:
-        ratio = float(row.split("|")[5].strip().rstrip("×"))
-        assert ratio >= 1.0, row
+        cell = row.split("|")[5].strip()  # "1.15× [1.08–1.23]"
+        ratio, low, high = (
+            float(x) for x in cell.replace("×", "").replace("[", "").rstrip("]").replace("–", " ").split()
+        )
+        assert low < ratio < high, row
+        ratios.append(ratio)
+    line = readme_results.decode_summary_line()
+    assert f"{min(ratios):.2f}×–{max(ratios):.2f}× its prediction" in line

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from analysis.decode_text import model_cell, where
+from analysis.decode_text import prediction_cell, where
 from analysis.fits import fit_all
 from analysis.host import BASIS_LAW, BASIS_WHOLE
 from analysis.load import SUITE, load_runs
@@ -267,9 +267,9 @@ def test_decode_section_of_a_real_cpu_decode_run(tmp_path: Path) -> None:
     steps = fit_all(result.frame).decode_steps
     assert not steps.empty
     for row in steps.itertuples(index=False):
-        # The row the report prints is the decode table's: the bound, where, the per-op model and interval.
-        cells = f"| {fmt_time(row.measured_s)} | {fmt_time(row.bound_s)} | {where(row)} | {model_cell(row)} |"
-        assert cells in text
-        assert row.bound_s <= row.op_model_low_s <= row.op_model_s <= row.op_model_high_s
-        assert not row.bound_defect and row.bandwidth_from == "probe"
-    assert "BOUND DEFECT" not in text
+        # The row the report prints is the decode table's: the prediction with its interval, and the ratio.
+        ratio = where(row).removesuffix(" predicted")
+        assert f"| {fmt_time(row.measured_s)} | {prediction_cell(row)} | {ratio} |" in text
+        assert row.predicted_low_s < row.predicted_s < row.predicted_high_s
+        assert row.bandwidth_from == "host_bandwidth read" and row.rounds_paired == 60
+    assert "consistency check" in text.lower() and "not a bound" in text

@@ -70,24 +70,67 @@ def _fitted_runs() -> list[tuple[str, pd.DataFrame, Fits]]:
 
 
 def decode_runs_table() -> str:
-    """One markdown row per committed run and plan: the CPU decode step against its lower bound and the
-    per-op model, and the same-run bandwidth with its spread (``analysis.decode.decode_table``)."""
-    from analysis.decode_text import model_cell
-    from model.units import fmt_percent, fmt_rate, fmt_time
+    """One markdown row per committed run and plan: the CPU decode step against its prediction from other
+    cases (with its interval), the seed's model, the consistency check and the probe estimate with the rounds
+    that beat it (``analysis.decode.decode_table``)."""
+    from analysis.decode_text import prediction_cell, ratio_cell, rounds_below_text
+    from model.units import fmt_rate, fmt_time
 
     rows = [
-        "| run | plan | measured | lower bound | measured ÷ bound | per-op model [95 %] | measured ÷ model "
-        "| bandwidth: best, median (IQR) |",
-        "|---|---|---|---|---|---|---|---|",
+        "| run | plan | measured | predicted [95 %] | measured ÷ predicted | seed's model | ÷ seed "
+        "| ÷ check | rounds below the probe estimate | read bandwidth | probe bandwidth |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for name, _, fits in _fitted_runs():
         steps = fits.decode_steps
         for row in steps[steps["device"] == "cpu"].itertuples(index=False):
             rows.append(
-                f"| `{name}` | {row.plan} | {fmt_time(row.measured_s)} | {fmt_time(row.bound_s)} | "
-                f"{row.measured_s / row.bound_s:.2f}× | {model_cell(row)} | "
-                f"{row.measured_s / row.op_model_s:.2f}× | {fmt_rate(row.reference_bytes_per_s)}, "
-                f"{fmt_rate(row.probe_median_bytes_per_s)} ({fmt_percent(row.probe_iqr_fraction)}) |"
+                f"| `{name}` | {row.plan} | {fmt_time(row.measured_s)} | {prediction_cell(row)} | "
+                f"{ratio_cell(row)} | {fmt_time(row.serial_s)} | {row.measured_s / row.serial_s:.2f}× | "
+                f"{row.measured_s / row.check_s:.2f}× | {rounds_below_text(row)} | "
+                f"{fmt_rate(row.reference_bytes_per_s)} | {fmt_rate(row.probe_bytes_per_s)} |"
+            )
+    return "\n".join(rows) + "\n"
+
+
+def decode_summary_line() -> str:
+    """One sentence over every committed run: the CPU decode step's measured ÷ predicted and ÷ the seed's
+    model, their ranges (the rows are ``decode_runs``)."""
+    predicted, seed = [], []
+    for _, _, fits in _fitted_runs():
+        steps = fits.decode_steps
+        for row in steps[steps["device"] == "cpu"].itertuples(index=False):
+            predicted.append(row.measured_over_predicted)
+            seed.append(row.measured_s / row.serial_s)
+
+    def ratio(value: float) -> str:
+        return f"{value:.2f}×"
+
+    return (
+        f"The CPU decode step measures {_span(predicted, ratio)} its prediction from other cases and "
+        f"{_span(seed, ratio)} the seed's model ({len(predicted)} steps).\n"
+    )
+
+
+def decode_gap_table() -> str:
+    """One markdown row per committed run and plan: measured − predicted, itemized: the weights at the
+    probe's bandwidth (the step's own matrix-vector products) instead of the read case's, and what the
+    consistency check still leaves (measured − check)."""
+    from model.units import fmt_time
+
+    rows = [
+        "| run | plan | measured − predicted | of it: the step's matvecs slower than the read case "
+        "| left by the consistency check |",
+        "|---|---|---|---|---|",
+    ]
+    for name, _, fits in _fitted_runs():
+        steps = fits.decode_steps
+        for row in steps[steps["device"] == "cpu"].itertuples(index=False):
+            gap = row.measured_s - row.predicted_s
+            matvecs = row.predicted_weights_s * (row.reference_bytes_per_s / row.probe_bytes_per_s - 1)
+            rows.append(
+                f"| `{name}` | {row.plan} | {fmt_time(gap)} | {fmt_time(matvecs)} | "
+                f"{fmt_time(row.measured_s - row.check_s)} |"
             )
     return "\n".join(rows) + "\n"
 
@@ -111,13 +154,13 @@ def ladder_calls_table() -> str:
 
 def ladder_steps_table() -> str:
     """One markdown row per committed run, framework and compiler: the decode step (fastest round) against
-    numpy's step and numpy's per-op model of the same run (``analysis.frameworks.step_times``)."""
+    numpy's step and numpy's predicted step of the same run (``analysis.frameworks.step_times``)."""
     from analysis.frameworks import step_times
     from model.units import fmt_time
 
     rows = [
         "| run | framework | compiler | fastest | median | × numpy's step | × eager "
-        "| × numpy's per-op model |",
+        "| × numpy's predicted step |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for name, frame, fits in _fitted_runs():
@@ -125,7 +168,7 @@ def ladder_steps_table() -> str:
             rows.append(
                 f"| `{name}` | {row.framework} | {row.compiler} | {fmt_time(row.min_s)} | "
                 f"{fmt_time(row.median_s)} | {row.vs_numpy:.2f}× | {row.vs_eager:.2f}× | "
-                f"{row.vs_op_model:.2f}× |"
+                f"{row.vs_predicted:.2f}× |"
             )
     return "\n".join(rows) + "\n"
 
@@ -176,6 +219,8 @@ def ladder_summary_table() -> str:
 #: Named tables: name -> its generator.
 TABLES: dict[str, Callable[[], str]] = {
     "decode_runs": decode_runs_table,
+    "decode_summary": decode_summary_line,
+    "decode_gap": decode_gap_table,
     "ladder_calls": ladder_calls_table,
     "ladder_steps": ladder_steps_table,
     "ladder_summary": ladder_summary_table,

@@ -1,12 +1,11 @@
 """``decode_bands``: every measured decode step against its prediction (``analysis.decode.decode_table``).
 
-The x axis is each time divided by the step's lower bound, on a log scale, so steps of different sizes share
-one axis and a step 30× off stays on it. GPU: the band from the overlapped (lower) bound to the serial one
-(its edges drawn as lines, so a band 0.4 % wide stays visible); a second, hatched band is the calibrated
-roofline's, an estimate (the bandwidth the run's largest matrix-vector product achieved). CPU: the lower
-bound (the step's own probe, measured in the same rounds, plus the overhead floor outside the probe's calls)
-at 1, and the per-op model with its 95 % interval. A CPU step measured below its lower bound is a defect of
-the bound: it is not drawn as a result; the title names it. Right of each row: where the measurement falls.
+The x axis is each time divided by the step's reference, on a log scale, so steps of different sizes share
+one axis and a step 30× off stays on it. GPU: the reference is the overlapped (lower) bound; the band runs
+from it to the serial one (its edges drawn as lines, so a band 0.4 % wide stays visible); a second, hatched
+band is the calibrated roofline's, an estimate (the bandwidth the run's largest matrix-vector product
+achieved). CPU: the reference is the prediction from other cases, at 1 with its 95 % interval, and the
+seed's model beside it. Right of each row: where the measurement falls.
 """
 
 from __future__ import annotations
@@ -44,8 +43,7 @@ def decode_bands(steps: pd.DataFrame) -> Figure | None:
     if steps.empty:
         return None
     gpu = (steps["device"] == "cuda") & steps["overlapped_s"].notna() & steps["serial_s"].notna()
-    cpu = (steps["device"] == "cpu") & steps["bound_s"].notna() & ~steps["bound_defect"].eq(True)
-    defects = steps[(steps["device"] == "cpu") & steps["bound_defect"].eq(True)]
+    cpu = (steps["device"] == "cpu") & steps["predicted_s"].notna()
     steps = steps[gpu | cpu]
     if steps.empty:
         return None
@@ -65,15 +63,15 @@ def decode_bands(steps: pd.DataFrame) -> Figure | None:
         ax.set_yticks(np.arange(len(rows)), names, fontsize=TICK_PT)
         ax.set_ylim(len(rows) - 0.5, -0.5)
         statistic = " / ".join(dict.fromkeys(str(s) for s in rows["statistic"]))
-        bound = "overlapped bound" if device == "cuda" else "lower bound"
-        ratio_axis(ax, ratios, f"time ÷ the step's {bound} (measured: {_statistic(statistic)})")
+        reference = "overlapped bound" if device == "cuda" else "prediction"
+        ratio_axis(ax, ratios, f"time ÷ the step's {reference} (measured: {_statistic(statistic)})")
         panel_title(ax, _DEVICES[device])
     side_legend(figure, *_legend(steps, machines))
-    return finish(figure, _title(steps, devices, len(defects)), _caption(steps, machines))
+    return finish(figure, _title(steps, devices), _caption(steps, machines))
 
 
 def _draw_rows(ax, rows: pd.DataFrame, machines: Machines) -> np.ndarray:
-    """Draw each row's prediction and measurements at x = time ÷ its lower bound; return every x drawn."""
+    """Draw each row's prediction and measurements at x = time ÷ its reference; return every x drawn."""
     drawn = []
     for y, row in enumerate(rows.itertuples(index=False)):
         if row.device == "cpu":
@@ -108,19 +106,20 @@ def _draw_rows(ax, rows: pd.DataFrame, machines: Machines) -> np.ndarray:
 
 
 def _draw_cpu_row(ax, y: int, row: object, machines: Machines) -> list[float]:
-    """A CPU step: its lower bound at 1, the per-op model with its interval, the measured step."""
-    lower = row.bound_s
+    """A CPU step: its prediction at 1 with its interval, the seed's model, the measured step."""
+    reference = row.predicted_s
     ax.vlines([1.0], y - 0.28, y + 0.28, colors=_BAND_EDGE, linewidth=2, zorder=2)
     drawn = [1.0]
-    if math.isfinite(row.op_model_s):
-        low = row.op_model_low_s if math.isfinite(row.op_model_low_s) else row.op_model_s
-        high = row.op_model_high_s if math.isfinite(row.op_model_high_s) else row.op_model_s
-        ax.barh(y, (high - low) / lower, left=low / lower, height=0.3, color=PALETTE[6], alpha=0.35, zorder=2)
-        ax.plot(row.op_model_s / lower, y, "|", color=PALETTE[6], ms=12, mew=1.8, zorder=3)
-        drawn += [low / lower, high / lower]
+    if math.isfinite(row.predicted_low_s) and math.isfinite(row.predicted_high_s):
+        low, high = row.predicted_low_s / reference, row.predicted_high_s / reference
+        ax.barh(y, high - low, left=low, height=0.3, color=_BAND, alpha=0.45, zorder=1)
+        drawn += [low, high]
+    if math.isfinite(row.serial_s):
+        ax.plot(row.serial_s / reference, y, "|", color=PALETTE[6], ms=12, mew=1.8, zorder=3)
+        drawn.append(row.serial_s / reference)
     color, marker = machines.style(row.machine_id)
-    ax.plot(row.measured_s / lower, y, marker, color=color, ms=6, zorder=4)
-    drawn.append(row.measured_s / lower)
+    ax.plot(row.measured_s / reference, y, marker, color=color, ms=6, zorder=4)
+    drawn.append(row.measured_s / reference)
     return drawn
 
 
@@ -138,11 +137,11 @@ def _row_name(row: object, machines: Machines, several_configs: bool, device: st
 
 def _row_note(row: object) -> str:
     """Where the measurement falls, and (GPU) the band's width relative to its lower bound or (CPU) the
-    measured step against the per-op model."""
+    measured step against the seed's model."""
     if row.device == "cpu":
         note = where(row)
-        if math.isfinite(row.op_model_s):
-            note += f"; {row.measured_s / row.op_model_s:.2f}× the per-op model"
+        if math.isfinite(row.serial_s):
+            note += f"; {row.measured_s / row.serial_s:.2f}× the seed's model"
         return note
     width = (row.serial_s - row.overlapped_s) / row.overlapped_s
     note = f"{where(row)}; band {width * 100:.2g} % wide"
@@ -165,8 +164,8 @@ def _legend(steps: pd.DataFrame, machines: Machines) -> tuple[list, list[str]]:
         handles.append(Patch(facecolor="none", edgecolor=_CALIBRATED, hatch="////"))
         labels.append("GPU, calibrated roofline\n(an estimate): matvec's\nachieved bandwidth")
     if (steps["device"] == "cpu").any():
-        handles.append(Line2D([], [], color=_BAND_EDGE, marker="|", linestyle="none", ms=10, mew=2))
-        labels.append("CPU: lower bound\n(probe + floor)")
+        handles.append(Patch(facecolor=_BAND, alpha=0.45, edgecolor=_BAND_EDGE))
+        labels.append("CPU: predicted from\nother cases, 95 %")
     for machine in machines.ids:
         color, marker = machines.style(machine)
         handles.append(Line2D([], [], color=color, marker=marker, linestyle="none", ms=6))
@@ -176,20 +175,21 @@ def _legend(steps: pd.DataFrame, machines: Machines) -> tuple[list, list[str]]:
             Line2D([], [], color="0.3", marker="o", markerfacecolor="none", linestyle="none", ms=9)
         )
         labels.append("GPU: CUDA-event time")
-    if steps["op_model_s"].notna().any():
+    if (steps["device"] == "cpu").any() and steps["serial_s"].notna().any():
         handles.append(Line2D([], [], color=PALETTE[6], marker="|", linestyle="none", ms=10, mew=1.5))
-        labels.append("CPU: per-op model,\n95 % interval")
+        labels.append("CPU: the seed's model")
     return handles, labels
 
 
-def _title(steps: pd.DataFrame, devices: list[str], defects: int) -> str:
-    """Per device, how the drawn steps lie against their prediction; the CPU's bound defects, not drawn."""
+def _title(steps: pd.DataFrame, devices: list[str]) -> str:
+    """Per device, how the drawn steps lie against their prediction."""
     parts = []
     for device in devices:
         rows = steps[steps["device"] == device]
         name = _DEVICES[device].split()[0]
         if device == "cpu":
-            parts.append(f"{name}: {len(rows)} decode step(s) at or above their lower bound")
+            low, high = rows["measured_over_predicted"].min(), rows["measured_over_predicted"].max()
+            parts.append(f"{name}: {len(rows)} decode step(s) at {low:.2f}–{high:.2f}× their prediction")
             continue
         inside = int(rows["within_bounds"].astype(bool).sum())
         above = int((rows["measured_s"] > rows["serial_s"]).sum())
@@ -206,17 +206,16 @@ def _title(steps: pd.DataFrame, devices: list[str], defects: int) -> str:
         else:
             listed = ", ".join(f"{count} {text}" for count, text in present)
             parts.append(f"{name}: of {len(rows)} decode steps {listed}")
-    if defects:
-        parts.append(f"{defects} CPU step(s) below their lower bound: a defect of the bound, not drawn")
     return "; ".join(parts)
 
 
 def _caption(steps: pd.DataFrame, machines: Machines) -> str:
-    parts = ["x: each time ÷ the step's lower bound (log scale), all from the same run's own figures."]
+    parts = ["x: each time ÷ the step's reference (log scale), all from the same run's own figures."]
     how = {
-        "cpu": "lower bound = the step's own matrix-vector products alone, timed in the same rounds, plus "
-        "the overhead floor outside them (numpy calls run one after another); per-op model = the bytes at "
-        "that bandwidth + attention measured + each call at its op's cost + the floor's remainder",
+        "cpu": "reference = the prediction from other cases: the weights at the read case's bandwidth + "
+        "attention (its own case) + each call at its op's cost + the floor's remainder, with its 95 % "
+        "interval from each term's run-to-run spread; the seed's model = bytes at that bandwidth + calls × "
+        "t0",
         "cuda": "band from the overlapped bound (work and launches hidden behind each other) to the serial "
         "one; work on the datasheet roofline, plus launches at the fitted launch costs",
     }
