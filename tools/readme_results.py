@@ -19,9 +19,9 @@ import os
 import re
 import shlex
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -69,6 +69,13 @@ def _fitted_runs() -> list[tuple[str, pd.DataFrame, Fits]]:
     return runs
 
 
+def _cpu_steps() -> Iterator[tuple[str, Any]]:
+    """(run file name, its CPU decode step row of ``decode_table``) for every committed run and plan."""
+    for name, _, fits in _fitted_runs():
+        steps = fits.decode_steps
+        yield from ((name, row) for row in steps[steps["device"] == "cpu"].itertuples(index=False))
+
+
 def decode_runs_table() -> str:
     """One markdown row per committed run and plan: the CPU decode step against its prediction from other
     cases (with its interval), the seed's model, the consistency check and the probe estimate with the rounds
@@ -81,15 +88,13 @@ def decode_runs_table() -> str:
         "| ÷ check | rounds below the probe estimate | read bandwidth | probe bandwidth |",
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for name, _, fits in _fitted_runs():
-        steps = fits.decode_steps
-        for row in steps[steps["device"] == "cpu"].itertuples(index=False):
-            rows.append(
-                f"| `{name}` | {row.plan} | {fmt_time(row.measured_s)} | {prediction_cell(row)} | "
-                f"{ratio_cell(row)} | {fmt_time(row.serial_s)} | {row.measured_s / row.serial_s:.2f}× | "
-                f"{row.measured_s / row.check_s:.2f}× | {rounds_below_text(row)} | "
-                f"{fmt_rate(row.reference_bytes_per_s)} | {fmt_rate(row.probe_bytes_per_s)} |"
-            )
+    for name, row in _cpu_steps():
+        rows.append(
+            f"| `{name}` | {row.plan} | {fmt_time(row.measured_s)} | {prediction_cell(row)} | "
+            f"{ratio_cell(row)} | {fmt_time(row.serial_s)} | {row.measured_s / row.serial_s:.2f}× | "
+            f"{row.measured_s / row.check_s:.2f}× | {rounds_below_text(row)} | "
+            f"{fmt_rate(row.reference_bytes_per_s)} | {fmt_rate(row.probe_bytes_per_s)} |"
+        )
     return "\n".join(rows) + "\n"
 
 
@@ -97,11 +102,9 @@ def decode_summary_line() -> str:
     """One sentence over every committed run: the CPU decode step's measured ÷ predicted and ÷ the seed's
     model, their ranges (the rows are ``decode_runs``)."""
     predicted, seed = [], []
-    for _, _, fits in _fitted_runs():
-        steps = fits.decode_steps
-        for row in steps[steps["device"] == "cpu"].itertuples(index=False):
-            predicted.append(row.measured_over_predicted)
-            seed.append(row.measured_s / row.serial_s)
+    for _, row in _cpu_steps():
+        predicted.append(row.measured_over_predicted)
+        seed.append(row.measured_s / row.serial_s)
 
     def ratio(value: float) -> str:
         return f"{value:.2f}×"
@@ -123,15 +126,13 @@ def decode_gap_table() -> str:
         "| left by the consistency check |",
         "|---|---|---|---|---|",
     ]
-    for name, _, fits in _fitted_runs():
-        steps = fits.decode_steps
-        for row in steps[steps["device"] == "cpu"].itertuples(index=False):
-            gap = row.measured_s - row.predicted_s
-            matvecs = row.predicted_weights_s * (row.reference_bytes_per_s / row.probe_bytes_per_s - 1)
-            rows.append(
-                f"| `{name}` | {row.plan} | {fmt_time(gap)} | {fmt_time(matvecs)} | "
-                f"{fmt_time(row.measured_s - row.check_s)} |"
-            )
+    for name, row in _cpu_steps():
+        gap = row.measured_s - row.predicted_s
+        matvecs = row.predicted_weights_s * (row.reference_bytes_per_s / row.probe_bytes_per_s - 1)
+        rows.append(
+            f"| `{name}` | {row.plan} | {fmt_time(gap)} | {fmt_time(matvecs)} | "
+            f"{fmt_time(row.measured_s - row.check_s)} |"
+        )
     return "\n".join(rows) + "\n"
 
 
