@@ -33,7 +33,8 @@ from model.hardware import (
     spec_for_device_name,
 )
 from model.launch import (
-    DEFAULT_GAP_S,
+    DEFAULT_EAGER_GAP_S,
+    DEFAULT_GRAPH_GAP_S,
     DEFAULT_PDL_HIDDEN_SHARE,
     FUSED,
     MEGAKERNEL,
@@ -56,6 +57,7 @@ from model.laws import (
     half_performance_length,
 )
 from model.llm import (
+    LLAMA2_7B,
     LLAMA31_8B,
     LLAMA31_70B,
     LLAMA32_1B,
@@ -83,7 +85,8 @@ __all__ = [
     "A100_PCIE_80GB",
     "A100_SXM_80GB",
     "B200",
-    "DEFAULT_GAP_S",
+    "DEFAULT_EAGER_GAP_S",
+    "DEFAULT_GRAPH_GAP_S",
     "DEFAULT_PDL_HIDDEN_SHARE",
     "FUSED",
     "GH200_96GB",
@@ -98,6 +101,7 @@ __all__ = [
     "H200_SXM",
     "L4",
     "L40S",
+    "LLAMA2_7B",
     "LLAMA31_8B",
     "LLAMA31_70B",
     "LLAMA32_1B",
