@@ -36,8 +36,11 @@ Rows of ``case == "decode_step"`` (``benchmarks/test_decode_step.py``). For each
   one launch then a synchronise, a sum (its two bounds are one figure; the graph launch intercept already
   holds the synchronise; a node's measured cost holds its gap). Beside each, the same step with its kernels
   launched with programmatic dependent launch (``pdl_*``): the gap cut by the same run's ``launch_pdl``
-  ratio, or by the share ``model.launch`` assumes (``pdl_from``). The measured step is the pytest-benchmark
-  median of its rounds.
+  ratio, or by the share ``model.launch`` assumes (``pdl_from``). Beside them the model's estimate
+  (``estimate_*``): ``model.gpu_terms.estimate_step`` with the machine's own terms (``analysis.gpu_terms``:
+  the run's matvec line for bandwidth and ramp, its gaps; the sourced defaults where it lacks them,
+  ``terms_from`` says which), an estimate, not a bound. The measured step is the pytest-benchmark median of
+  its rounds.
 
 ``position`` (GPU) says where the measurement falls: 0 at the overlapped bound, 1 at the serial bound, below 0
 faster than the overlapped bound, above 1 slower than the serial one. Times are seconds per step (one timed

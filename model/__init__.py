@@ -3,6 +3,15 @@
 Pure figures in SI units; no I/O, no measurement, nothing imported from ``analysis`` or ``benchmarks``.
 """
 
+from model.gpu_terms import (
+    ACHIEVABLE_BANDWIDTH,
+    DEFAULT_RAMP_S,
+    Estimate,
+    GpuTerms,
+    achievable_work_s,
+    default_terms,
+    estimate_step,
+)
 from model.hardware import (
     A10,
     A100_40GB,
@@ -84,10 +93,12 @@ __all__ = [
     "A100_40GB",
     "A100_PCIE_80GB",
     "A100_SXM_80GB",
+    "ACHIEVABLE_BANDWIDTH",
     "B200",
     "DEFAULT_EAGER_GAP_S",
     "DEFAULT_GRAPH_GAP_S",
     "DEFAULT_PDL_HIDDEN_SHARE",
+    "DEFAULT_RAMP_S",
     "FUSED",
     "GH200_96GB",
     "GH200_144GB",
@@ -118,10 +129,13 @@ __all__ = [
     "UNFUSED",
     "Composition",
     "DecodeStep",
+    "Estimate",
     "GPUSpec",
+    "GpuTerms",
     "KernelPlan",
     "ModelConfig",
     "SpecLookup",
+    "achievable_work_s",
     "amdahl",
     "amdahl_limit",
     "check_context",
@@ -130,7 +144,9 @@ __all__ = [
     "compose_pdl_graph",
     "compute_bound_batch",
     "decode_step",
+    "default_terms",
     "derive_gpu_spec",
+    "estimate_step",
     "fixed_overhead_time",
     "flops_per_token",
     "gpu_spec",

@@ -5,17 +5,22 @@ own figures replacing the sourced defaults for its machine (synthetic frames).""
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
+from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from analysis.decode import decode_table, matvec_table
 from analysis.decode_text import summary_section
-from analysis.fits import Fits
+from analysis.fits import Fits, fit_all
 from analysis.gpu_terms import MIN_SHAPES, machine_terms
 from analysis.host import HOST_COLUMNS
 from analysis.launch import FIT_COLUMNS
+from analysis.load import SUITE, load_runs
+from analysis.report import write_report
+from analysis.runs import select_runs
 from model.gpu_terms import (
     ACHIEVABLE_BANDWIDTH,
     DATASHEET_BANDWIDTH,
@@ -29,9 +34,11 @@ from model.hardware import A100_SXM_80GB, H100_PCIE, H100_SXM, H200
 from model.launch import DEFAULT_EAGER_GAP_S, DEFAULT_GRAPH_GAP_S, FUSED, UNFUSED, compose, compose_graph
 from model.llm import LLAMA32_1B
 from model.roofline import decode_step
+from model.units import fmt_time
 from tests.test_decode_analysis import GPU_MACHINE as MACHINE
 from tests.test_decode_analysis import _gpu_step
 from tests.test_decode_analysis import _matvec as _matvec_row
+from tests.test_report import synthetic_gpu_run
 
 STEP = decode_step(LLAMA32_1B, H100_SXM, 1, 1024)
 
@@ -226,3 +233,50 @@ def test_terms_are_frozen_values() -> None:
     assert isinstance(default_terms(H100_SXM), GpuTerms)
     with pytest.raises(dataclasses.FrozenInstanceError):
         default_terms(H100_SXM).ramp_s = 0.0  # type: ignore[misc]
+
+
+def test_the_report_shows_each_gpu_steps_estimate_and_where_its_terms_came_from(tmp_path: Path) -> None:
+    """A SYNTHETIC GPU run (tests/test_report.py's launch cases, on an H200 by name, with matvec shapes on a
+    known line and one eager decode step): the report's GPU decode table holds the estimate with the run's
+    own terms, measured ÷ estimate, and the terms' sources."""
+    run = synthetic_gpu_run()
+    run["machine_info"][SUITE]["gpu"] = {"name": "NVIDIA H200"}
+    step_s = 1.6e-3
+    for rows, cols in SHAPES:
+        per_kernel_s = INTERCEPT_S + rows * cols * 2 / BANDWIDTH
+        extra = {"case": "decode_step", "device": "cuda", "op": "matvec", "rows": rows, "cols": cols}
+        extra |= {"n_kernels": 32, "bytes": 32 * rows * cols * 2, "gpu_time_s": 32 * per_kernel_s}
+        extra |= {"mode": "eager", "spec_bytes_per_s": H200.mem_bytes_per_s, "config": LLAMA32_1B.name}
+        extra["dtype"] = "float16"
+        run["benchmarks"].append(_benchmark(f"matvec[{rows}x{cols}]", 32 * per_kernel_s * 1.1, extra))
+    step = _gpu_step(UNFUSED, "eager", step_s)
+    extra = {key: step[key] for key in ("case", "device", "op", "plan", "mode", "n_kernels", "bytes")}
+    extra |= {key: step[key] for key in ("spec_bytes_per_s", "gpu_time_s", "config", "batch", "ctx")}
+    extra["dtype"] = "float16"
+    run["benchmarks"].append(_benchmark("decode_step[unfused-eager]", step_s, extra))
+    path = tmp_path / "synthetic-gpu.json"
+    path.write_text(json.dumps(run), encoding="utf-8")
+    written = write_report(select_runs(load_runs([path], samples=True)), tmp_path / "out", baseline=None)
+    text = written.path.read_text(encoding="utf-8")
+    header = next(line for line in text.splitlines() if line.startswith("| machine | model | plan | mode"))
+    assert "| estimate | measured ÷ estimate |" in header and header.endswith("| spec | terms |")
+    line = next(line for line in text.splitlines() if "| unfused | eager |" in line)
+    assert "the same run's matvec line over 5 shapes: 4.30 TB/s" in line
+    table = fit_all(load_runs([path], samples=False).frame).decode_steps
+    estimate_s = float(table["estimate_s"].iloc[0])
+    assert f"| {fmt_time(estimate_s)} | {step_s / estimate_s:.2f}× |" in line
+
+
+def _benchmark(name: str, seconds: float, extra: dict[str, object]) -> dict[str, object]:
+    """One benchmark entry of a pytest-benchmark document, every round ``seconds``: SYNTHETIC, for tests."""
+    stats = {"min": seconds, "max": seconds, "mean": seconds, "stddev": 0.0, "median": seconds, "q1": seconds}
+    stats |= {
+        "q3": seconds,
+        "iqr": 0.0,
+        "rounds": 5,
+        "iterations": 1,
+        "ops": 1 / seconds,
+        "data": [seconds] * 5,
+    }
+    info = {"suite": SUITE, **extra}
+    return {"name": name, "fullname": f"synthetic::{name}", "group": None, "extra_info": info, "stats": stats}
