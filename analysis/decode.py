@@ -38,8 +38,11 @@ Rows of ``case == "decode_step"`` (``benchmarks/test_decode_step.py``). For each
   one launch then a synchronise, a sum (its two bounds are one figure; the graph launch intercept already
   holds the synchronise; a node's measured cost holds its gap). Beside each, the same step with its kernels
   launched with programmatic dependent launch (``pdl_*``): the gap cut by the same run's ``launch_pdl``
-  ratio, or by the share ``model.launch`` assumes (``pdl_from``). The measured step is the pytest-benchmark
-  median of its rounds.
+  ratio, or by the share ``model.launch`` assumes (``pdl_from``). Beside them the model's estimate
+  (``estimate_*``): ``model.gpu_terms.estimate_step`` with the machine's own terms (``analysis.gpu_terms``:
+  the run's matvec line for bandwidth and ramp, its gaps; the sourced defaults where it lacks them,
+  ``terms_from`` says which), an estimate, not a bound. The measured step is the pytest-benchmark median of
+  its rounds.
 
 ``position`` (GPU) says where the measurement falls: 0 at the overlapped bound, 1 at the serial bound, below 0
 faster than the overlapped bound, above 1 slower than the serial one. Times are seconds per step (one timed
@@ -59,12 +62,14 @@ import numpy as np
 import pandas as pd
 
 from analysis import ops
+from analysis.gpu_terms import machine_terms
 from analysis.host import BANDWIDTH_OPS, DRAM_LLC_FACTOR, fit_host
 from analysis.launch import fit_launch, fitted, gpu_gap, ladder_cost_s, pdl_gap, usable_cost
-from model.hardware import resolve_gpu_spec
+from model.gpu_terms import GpuTerms, estimate_step
+from model.hardware import GPUSpec, resolve_gpu_spec
 from model.launch import compose, compose_graph
 from model.llm import MODELS
-from model.roofline import decode_step
+from model.roofline import DecodeStep, decode_step
 
 #: Columns of ``decode_table``'s frame, one row per machine / device / config / plan / mode / batch / ctx.
 DECODE_COLUMNS = (
@@ -130,6 +135,12 @@ DECODE_COLUMNS = (
     "pdl_serial_s",  # GPU: the same, serial
     "pdl_from",  # GPU: what PDL hides of the gap: the same run's launch_pdl ratio, or the stated assumption
     "spec_from",  # GPU: the roofline spec and where it came from (datasheet, MIG share, derived), or why none
+    "estimate_s",  # GPU: model.gpu_terms' estimate with this machine's terms (analysis.gpu_terms), s
+    "estimate_no_overlap_s",  # GPU: the same with host and GPU one after the other (eager; graph: the same)
+    "estimate_ratio",  # GPU: measured ÷ estimate
+    "achievable_bytes_per_s",  # GPU: the bandwidth the estimate streams at (the run's, else the source's)
+    "ramp_s",  # GPU: the estimate's ramp per kernel, s
+    "terms_from",  # GPU: where the estimate's bandwidth, ramp and gaps came from
 )
 
 #: Columns of ``matvec_table``'s frame: the GPU matrix-vector kernel alone, per machine and shape.
@@ -198,7 +209,8 @@ def decode_table(
     if launch_fits is None:
         launch_fits = fit_launch(frame)
     host = host_fits.set_index("machine_id") if not host_fits.empty else None
-    calibrated = calibrated_bandwidths(matvec_table(frame))
+    matvec = matvec_table(frame)
+    calibrated = calibrated_bandwidths(matvec)
     terms = _CpuTerms(
         costs=ops.op_costs(frame),
         attention=ops.attention_terms(frame),
@@ -221,7 +233,7 @@ def decode_table(
             statistic=statistic,
         )
         if on_gpu:
-            row.update(_gpu_prediction(row, first, launch_fits, calibrated.get(row["machine_id"])))
+            row.update(_gpu_prediction(row, first, launch_fits, calibrated.get(row["machine_id"]), matvec))
         else:
             row.update(_cpu_prediction(row, group, host, terms))
         rows.append(_finish(row))
@@ -475,12 +487,17 @@ def _number(value: object) -> float:
 
 
 def _gpu_prediction(
-    row: dict[str, object], first: pd.Series, launch_fits: pd.DataFrame, calibrated_bytes_per_s: float | None
+    row: dict[str, object],
+    first: pd.Series,
+    launch_fits: pd.DataFrame,
+    calibrated_bytes_per_s: float | None,
+    matvec: pd.DataFrame,
 ) -> dict[str, object]:
     """GPU bounds: the roofline step of the configuration on the GPU's spec (and at the calibrated bandwidth,
     an estimate, where the run measured one), composed as the hardware works with the launch costs that
     ``fit_launch`` measured on the same machine (``_launch_costs``: eager or graph, as the row's mode) and
-    the GPU's own gap per kernel (``_gpu_gaps``); beside them the same step launched with PDL."""
+    the GPU's own gap per kernel (``_gpu_gaps``); beside them the same step launched with PDL, and the model's
+    estimate with the machine's own terms (``_estimate``)."""
     recorded_spec = pd.to_numeric(pd.Series([first["spec_bytes_per_s"]]), errors="coerce").iloc[0]
     result: dict[str, object] = {"reference_bytes_per_s": float(recorded_spec)}
     attributes = first.get("gpu_attributes")
@@ -492,7 +509,8 @@ def _gpu_prediction(
         return result
     batch, ctx = int(row["batch"]), int(row["ctx"])
     try:  # the GPU step stores and computes in FP16 (benchmarks/decode_cuda.py)
-        work_s = decode_step(cfg, spec, batch, ctx, dtype="fp16").t_step
+        step = decode_step(cfg, spec, batch, ctx, dtype="fp16")
+        work_s = step.t_step
     except ValueError as error:  # a context past the model's max_position_embeddings
         result["spec_from"] = f"{spec.name} ({lookup.source}), no roofline: {error}"
         return result
@@ -532,6 +550,8 @@ def _gpu_prediction(
         pdl_overlapped_s=pdl_overlapped_s,
         pdl_from=gaps.pdl_from,
     )
+    terms = machine_terms(matvec, launch_fits, str(row["machine_id"]), spec)
+    result.update(_estimate(step, spec, terms, row, per_op_s, fixed_s, source))
     if "calibrated_work_s" in result:
         serial_s, overlapped_s = bounds(float(result["calibrated_work_s"]), gaps.gap_s)
         width = serial_s - overlapped_s
@@ -542,6 +562,39 @@ def _gpu_prediction(
             calibrated_position=(measured - overlapped_s) / width if width > 0 else math.nan,
         )
     return result
+
+
+def _estimate(
+    step: DecodeStep,
+    spec: GPUSpec,
+    terms: GpuTerms,
+    row: dict[str, object],
+    per_op_s: float,
+    fixed_s: float,
+    per_op_from: str,
+) -> dict[str, object]:
+    """``model.gpu_terms.estimate_step`` of the measured step with the machine's ``terms``: eager, its
+    launches at ``per_op_s`` and the synchronise ``fixed_s`` after them; a graph, its launch + synchronise
+    ``fixed_s`` and each node's cost ``per_op_s`` as the node's gap (what the run measured at the step's
+    arguments)."""
+    graph = row["mode"] == "graph"
+    if graph:
+        terms = dataclasses.replace(
+            terms, graph_gap_s=per_op_s, gap_from=f"graph: the node cost, {per_op_from}"
+        )
+    host_s = fixed_s if graph else per_op_s
+    estimate = estimate_step(
+        step, spec, terms, "graph" if graph else "eager", int(row["ops_per_step"]), host_s
+    )
+    after_s = 0.0 if graph else fixed_s
+    return {
+        "estimate_s": estimate.step_s + after_s,
+        "estimate_no_overlap_s": estimate.no_overlap_s + after_s,
+        "estimate_ratio": float(row["measured_s"]) / (estimate.step_s + after_s),
+        "achievable_bytes_per_s": spec.mem_bytes_per_s * terms.bandwidth_fraction,
+        "ramp_s": terms.ramp_s,
+        "terms_from": f"bandwidth: {terms.bandwidth_from}; ramp: {terms.ramp_from}; gap: {terms.gap_from}",
+    }
 
 
 def _launch_costs(

@@ -215,6 +215,7 @@ def _device_lines(device: str, rows: pd.DataFrame) -> list[str]:
     if device == "cuda":
         lines.extend(_gap_lines(rows))
         lines.extend(_calibrated_lines(rows))
+        lines.extend(_estimate_lines(rows))
     if rows["work_s"].isna().any():
         lines.append(f"    no roofline: {spec_from}")
     elif rows["serial_s"].isna().any():
@@ -256,6 +257,36 @@ def _calibrated_lines(rows: pd.DataFrame) -> list[str]:
         )
     headers = ["plan", "mode", "measured", "work (estimate)", "overlapped", "serial", "where", "per op from"]
     return [head, *(f"    {line}" for line in format_table(headers, cells).splitlines())]
+
+
+def _estimate_lines(rows: pd.DataFrame) -> list[str]:
+    """The GPU steps against the model's estimate with this machine's terms (``analysis.gpu_terms``: the run's
+    bandwidth, ramp and gaps where it measured them, else the sourced defaults), and where each term came
+    from; none where no step has an estimate."""
+    measured = rows[pd.to_numeric(rows["estimate_s"], errors="coerce").notna()]
+    if measured.empty:
+        return []
+    first = measured.iloc[0]
+    head = (
+        "  the same steps against the model's estimate (model/gpu_terms.py): the bytes at "
+        f"{fmt_rate(first['achievable_bytes_per_s'])}, a ramp of {fmt_time(first['ramp_s'])} and the mode's "
+        "gap per kernel; eager: the host queueing ahead, graph: a sum; an estimate, not a bound"
+    )
+    cells = [
+        [
+            str(row.plan),
+            row.mode if isinstance(row.mode, str) else "-",
+            fmt_time(row.measured_s),
+            fmt_time(row.estimate_s),
+            fmt_time(row.estimate_no_overlap_s),
+            f"{row.estimate_ratio:.2f}×",
+        ]
+        for row in measured.itertuples(index=False)
+    ]
+    headers = ["plan", "mode", "measured", "estimate", "no overlap", "measured ÷ estimate"]
+    terms = dict.fromkeys(measured["terms_from"])
+    sources = [f"    terms: {text}" for text in terms if isinstance(text, str)]
+    return [head, *(f"    {line}" for line in format_table(headers, cells).splitlines()), *sources]
 
 
 def _gap_lines(rows: pd.DataFrame) -> list[str]:

@@ -13,7 +13,8 @@ fit says how many points it used and how many it set aside, and why (``n_points`
 ``note``). All values are SI (seconds).
 
 Compositions are ``model.launch``'s as the hardware works: eager launches with the GPU's own gap per kernel
-g (``gpu_gap_s`` of the same run where measured, else ``model.launch.DEFAULT_GAP_S``, said in ``gap_from``),
+g (``gpu_gap_s`` of the same run where measured, else ``model.launch.DEFAULT_EAGER_GAP_S``, said in
+``gap_from``),
 a graph replay as a sum (``compose_graph``), and a graph with programmatic dependent launch, whose node gap
 is the graph's × the measured ratio pdl_graph_node_s / pdl_plain_graph_node_s (``pdl_gap``) where the run
 has the ``launch_pdl`` case, else cut by the assumed share ``model.launch.DEFAULT_PDL_HIDDEN_SHARE``. The
@@ -41,7 +42,7 @@ from analysis.fit import (
 )
 from model.hardware import H100, GPUSpec
 from model.launch import (
-    DEFAULT_GAP_S,
+    DEFAULT_EAGER_GAP_S,
     DEFAULT_PDL_HIDDEN_SHARE,
     PLANS,
     SEED_GAP_S,
@@ -174,7 +175,7 @@ _PDL_FITS = (
 )
 #: ``gap_from`` of a gap the same run measured, and of ``model.launch``'s defaults.
 GAP_MEASURED = "gpu_gap_s of the same run"
-GAP_DEFAULT = "default 1.3 µs (Hazy Research 2025, H100)"
+GAP_DEFAULT = "default 2.1 µs (Hazy Research 2025, an H100 on a CUDA stream)"
 PDL_MEASURED = "× with / without PDL, launch_pdl of the same run"
 PDL_ASSUMED = "× (1 − 0.5): PDL assumed to hide half of g (model.launch)"
 GAP_SEED = "the seed's model: g = 0"
@@ -267,11 +268,13 @@ def usable_cost(seconds: float) -> bool:
 
 def gpu_gap(fits: pd.DataFrame, machine_id: str) -> tuple[float, str]:
     """The GPU's own gap per kernel boundary for ``machine_id``, s, and where it came from: the same run's
-    ``gpu_gap_s`` where fitted (``GAP_MEASURED``), else ``model.launch.DEFAULT_GAP_S`` (``GAP_DEFAULT``)."""
+    ``gpu_gap_s`` where fitted (``GAP_MEASURED``), else ``model.launch.DEFAULT_EAGER_GAP_S``
+    (``GAP_DEFAULT``), the gap of kernels launched one by one (a graph's nodes have their own:
+    ``graph_node_s``)."""
     measured = fitted(fits, machine_id, "gpu_gap_s") if not fits.empty else math.nan
     if usable_cost(measured):
         return measured, GAP_MEASURED
-    return DEFAULT_GAP_S, GAP_DEFAULT
+    return DEFAULT_EAGER_GAP_S, GAP_DEFAULT
 
 
 def pdl_gap(fits: pd.DataFrame, machine_id: str, gap_s: float, mode: str) -> tuple[float, str]:

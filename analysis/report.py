@@ -324,11 +324,13 @@ def _gpu_decode_lines(steps: pd.DataFrame) -> list[str]:
         "GPU, one token per step. Predicted: the roofline step on its spec (the datasheet's, a MIG slice's "
         "share or one derived from the device's attributes, as the spec column says) plus the per-launch "
         "cost fitted in the same run, overlapped and serial. Where: between the bounds, 0 = at the "
-        "overlapped one and 1 = at the serial one; outside them, the ratio to the nearer bound. Statistic: "
-        "the median of the rounds."
+        "overlapped one and 1 = at the serial one; outside them, the ratio to the nearer bound. Estimate: "
+        "model/gpu_terms.py's step with this machine's terms (its bytes at the achievable bandwidth, a ramp "
+        "and the mode's gap per kernel), each the run's own where it measured it (analysis/gpu_terms.py), "
+        "else the sourced default, as the terms column says. Statistic: the median of the rounds."
     )
-    header = ["mode", "kernels", "measured step", "overlapped", "serial", "where", "achieved"]
-    header += ["of spec bandwidth", "spec"]
+    header = ["mode", "kernels", "measured step", "overlapped", "serial", "where", "estimate"]
+    header += ["measured ÷ estimate", "achieved", "of spec bandwidth", "spec", "terms"]
 
     def cells(row: Any) -> list[str]:
         return [
@@ -338,9 +340,12 @@ def _gpu_decode_lines(steps: pd.DataFrame) -> list[str]:
             _maybe(row.overlapped_s, fmt_time),
             _maybe(row.serial_s, fmt_time),
             where(row),
+            _maybe(row.estimate_s, fmt_time),
+            _maybe(row.estimate_ratio, lambda ratio: f"{ratio:.2f}×"),
             fmt_rate(row.achieved_bytes_per_s),
             _maybe(row.bandwidth_fraction, fmt_percent),
             row.spec_from if isinstance(row.spec_from, str) else "",
+            row.terms_from if isinstance(row.terms_from, str) else "",
         ]
 
     return _step_table(intro, steps, header, cells)

@@ -3,6 +3,15 @@
 Pure figures in SI units; no I/O, no measurement, nothing imported from ``analysis`` or ``benchmarks``.
 """
 
+from model.gpu_terms import (
+    ACHIEVABLE_BANDWIDTH,
+    DEFAULT_RAMP_S,
+    Estimate,
+    GpuTerms,
+    achievable_work_s,
+    default_terms,
+    estimate_step,
+)
 from model.hardware import (
     A10,
     A100_40GB,
@@ -33,7 +42,8 @@ from model.hardware import (
     spec_for_device_name,
 )
 from model.launch import (
-    DEFAULT_GAP_S,
+    DEFAULT_EAGER_GAP_S,
+    DEFAULT_GRAPH_GAP_S,
     DEFAULT_PDL_HIDDEN_SHARE,
     FUSED,
     MEGAKERNEL,
@@ -56,6 +66,7 @@ from model.laws import (
     half_performance_length,
 )
 from model.llm import (
+    LLAMA2_7B,
     LLAMA31_8B,
     LLAMA31_70B,
     LLAMA32_1B,
@@ -82,9 +93,12 @@ __all__ = [
     "A100_40GB",
     "A100_PCIE_80GB",
     "A100_SXM_80GB",
+    "ACHIEVABLE_BANDWIDTH",
     "B200",
-    "DEFAULT_GAP_S",
+    "DEFAULT_EAGER_GAP_S",
+    "DEFAULT_GRAPH_GAP_S",
     "DEFAULT_PDL_HIDDEN_SHARE",
+    "DEFAULT_RAMP_S",
     "FUSED",
     "GH200_96GB",
     "GH200_144GB",
@@ -98,6 +112,7 @@ __all__ = [
     "H200_SXM",
     "L4",
     "L40S",
+    "LLAMA2_7B",
     "LLAMA31_8B",
     "LLAMA31_70B",
     "LLAMA32_1B",
@@ -114,10 +129,13 @@ __all__ = [
     "UNFUSED",
     "Composition",
     "DecodeStep",
+    "Estimate",
     "GPUSpec",
+    "GpuTerms",
     "KernelPlan",
     "ModelConfig",
     "SpecLookup",
+    "achievable_work_s",
     "amdahl",
     "amdahl_limit",
     "check_context",
@@ -126,7 +144,9 @@ __all__ = [
     "compose_pdl_graph",
     "compute_bound_batch",
     "decode_step",
+    "default_terms",
     "derive_gpu_spec",
+    "estimate_step",
     "fixed_overhead_time",
     "flops_per_token",
     "gpu_spec",

@@ -4,7 +4,8 @@ Per-layer kernel lists are a representative split (the lecture's assumption), no
 
 Compositions, as the hardware works (n kernels, t_gpu the GPU's work, g its own time per kernel boundary):
 - eager: serial t_gpu + n·(t_launch + g), overlapped max(t_gpu + n·g, n·t_launch) (``compose``): the host's
-  launches can hide behind the GPU, the GPU's gaps cannot;
+  launches can hide behind the GPU, the GPU's gaps cannot; "serial" is no overlap of these terms, not an
+  upper bound on a real system (``Composition``);
 - CUDA Graph: t_graph_launch + t_gpu + n·t_node (``compose_graph``): one launch, then a synchronise; a sum;
 - CUDA Graph with programmatic dependent launch: the same, with each node's gap cut by the share PDL hides
   (``compose_pdl_graph``, ``pdl_gap_s``);
@@ -73,14 +74,18 @@ MEGAKERNEL = KernelPlan(name="megakernel", per_layer=(), tail=("whole forward st
 PLANS: dict[str, KernelPlan] = {plan.name: plan for plan in (UNFUSED, FUSED, MEGAKERNEL)}
 
 
-# The GPU's own time per kernel boundary, where a run measured none (s). Hazy Research, "Look Ma, No
-# Bubbles! Designing a Low-Latency Megakernel for Llama-1B" (B. Spector, J. Juravsky et al., 2025-05-27,
-# hazyresearch.stanford.edu/blog/2025-05-27-no-bubbles): on an H100 a kernel that does nothing still costs
-# about 1.3 µs per kernel when launched from a CUDA graph (about 2.1 µs without one), time in which the GPU
-# does no useful work: the setup and teardown of a grid, which no host-side remedy removes. The suite measures
-# the same figure as ``gpu_gap_s`` (analysis/launch.py: CUDA-event time per empty kernel queued behind a busy
-# GPU).
-DEFAULT_GAP_S = 1.3e-6
+# The GPU's own time per kernel boundary, where a run measured none (s), one figure per way of submitting.
+# Hazy Research, "Look Ma, No Bubbles! Designing a Low-Latency Megakernel for Llama-1B" (B. Spector, J.
+# Juravsky et al., 2025-05-27, hazyresearch.stanford.edu/blog/2025-05-27-no-bubbles): "For a simple dummy
+# kernel (which dumps a start time, sleeps, and dumps an end time) on an H100, we find that running on a CUDA
+# stream incurs a launch cost of about 2.1 microseconds, and with CUDA graphs the launch cost only decreases
+# to around 1.3 microseconds -- time spent with the GPU doing no useful work". Both are GPU time between
+# kernels (the setup and teardown of a grid), which no host-side remedy removes; a graph's node costs less
+# than a stream's launch. The suite measures the same figures as ``gpu_gap_s`` (eager: CUDA-event time per
+# empty kernel queued behind a busy GPU) and ``graph_node_s`` (a replayed graph's event time per node),
+# analysis/launch.py.
+DEFAULT_EAGER_GAP_S = 2.1e-6
+DEFAULT_GRAPH_GAP_S = 1.3e-6
 # The seed's model (05_amdahl_and_launch_overhead.py, demo 2): the GPU adds nothing between kernels.
 SEED_GAP_S = 0.0
 # What programmatic dependent launch hides of the gap g, as a share (0–1), where a run measured none. CUDA C++
@@ -100,10 +105,14 @@ class Composition:
     """Time of one decode step once submission overhead and the GPU's own gap per kernel are added to the GPU
     work, in seconds.
 
-    ``serial_s`` is the upper bound (the host's submission never hidden), ``overlapped_s`` the lower bound
-    (the host queues kernels ahead, so only the slower of the two sides counts); a real system lies between.
-    Where nothing can overlap (a graph launch followed by a synchronise) the two are equal. ``gap_s`` is the
-    GPU's own time per kernel boundary that the composition charged (0 in the seed's model).
+    ``serial_s`` adds the host's submission to the GPU's time, never hidden ("no overlap"); ``overlapped_s``
+    lets the host queue kernels ahead, so only the slower of the two sides counts. Neither is a bound on a
+    real system: serial holds only the terms composed here (n launches at a fixed cost each), and a host that
+    does more between launches (a framework's per-op work, a scheduler, sampling) is slower than it
+    (gpt-fast's eager step, model/published.py); overlapped is a lower estimate only for the same terms. The
+    seed calls its serial figure an upper bound; this model does not. Where nothing can overlap (a graph
+    launch followed by a synchronise) the two are equal. ``gap_s`` is the GPU's own time per kernel boundary
+    that the composition charged (0 in the seed's model).
     """
 
     t_gpu_s: float
@@ -147,8 +156,9 @@ def _check_counts(n_kernels: int, batch: int) -> None:
 
 def compose(t_gpu_s: float, n_kernels: int, t_launch_s: float, gap_s: float, batch: int = 1) -> Composition:
     """Compose eager launches: each of ``n_kernels`` costs ``t_launch_s`` seconds on the host, and the GPU
-    spends ``gap_s`` seconds of its own at each kernel (a grid's setup and teardown: ``DEFAULT_GAP_S``, or the
-    run's measured ``gpu_gap_s``; ``SEED_GAP_S`` for the seed's model).
+    spends ``gap_s`` seconds of its own at each kernel (a grid's setup and teardown: ``DEFAULT_EAGER_GAP_S``,
+    or the run's measured ``gpu_gap_s``, plus a kernel's ramp where the caller charges one; ``SEED_GAP_S`` for
+    the seed's model).
 
     The gaps sit in the GPU's stream, so they add to its work whatever the host does; only the launches can
     hide behind it. serial = t_gpu + n·(t_launch + g); overlapped = max(t_gpu + n·g, n·t_launch).
@@ -174,7 +184,7 @@ def compose_graph(
 ) -> Composition:
     """Compose a CUDA Graph replay: one launch of the whole graph costing ``t_graph_launch_s`` seconds, then
     ``t_node_s`` seconds per kernel node on the GPU (the GPU's gap between back-to-back nodes: the run's
-    ``graph_node_s``, or ``DEFAULT_GAP_S``).
+    ``graph_node_s``, or ``DEFAULT_GRAPH_GAP_S``).
 
     A step that is one graph launch followed by a synchronise cannot overlap the two: the GPU starts the first
     node only once the launch is submitted, and the host waits for the last. So both bounds are the sum,

@@ -166,10 +166,19 @@ MISTRAL_7B = ModelConfig(
     "Mistral-7B-v0.1", 32, 4096, 32, 8, 128, 14_336, 32_000, tied=False,
     max_position_embeddings=32_768, sliding_window=4096,
 )
+# https://huggingface.co/meta-llama/Llama-2-7b-hf/blob/main/config.json: "hidden_size": 4096,
+# "intermediate_size": 11008, "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 32
+# (no GQA), "vocab_size": 32000, "max_position_embeddings": 4096, "tie_word_embeddings": false. gpt-fast's
+# published batch-1 figures (model/published.py) are for this model.
+LLAMA2_7B = ModelConfig(
+    "Llama-2-7B", 32, 4096, 32, 32, 128, 11_008, 32_000, tied=False,
+    max_position_embeddings=4096,
+)
 # fmt: on
 
 MODELS: dict[str, ModelConfig] = {
-    cfg.name: cfg for cfg in (LLAMA31_8B, LLAMA32_1B, LLAMA32_3B, LLAMA31_70B, QWEN25_7B, MISTRAL_7B)
+    cfg.name: cfg
+    for cfg in (LLAMA31_8B, LLAMA32_1B, LLAMA32_3B, LLAMA31_70B, QWEN25_7B, MISTRAL_7B, LLAMA2_7B)
 }
 
 

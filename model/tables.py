@@ -34,3 +34,13 @@ def format_table(
 
     rule = _COLUMN_GAP.join("-" * width for width in widths)
     return "\n".join([line(headers), rule, *(line(row) for row in rows)])
+
+
+def format_markdown(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """Return ``rows`` under ``headers`` as a Markdown (GitHub) table, one line per row; a "|" inside a cell
+    is escaped so that it stays in its cell."""
+
+    def line(cells: Sequence[str]) -> str:
+        return "| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |"
+
+    return "\n".join([line(headers), "|" + "---|" * len(headers), *(line(row) for row in rows)])

@@ -22,7 +22,7 @@ from analysis.host import HOST_COLUMNS
 from analysis.launch import FIT_COLUMNS, GAP_DEFAULT, GAP_MEASURED, PDL_ASSUMED, PDL_MEASURED
 from analysis.load import load_runs
 from model.hardware import H200
-from model.launch import DEFAULT_GAP_S, DEFAULT_PDL_HIDDEN_SHARE, FUSED, UNFUSED, compose, compose_graph
+from model.launch import DEFAULT_EAGER_GAP_S, DEFAULT_PDL_HIDDEN_SHARE, FUSED, UNFUSED, compose, compose_graph
 from model.llm import LLAMA32_1B
 from model.roofline import decode_step
 from model.units import fmt_time
@@ -135,11 +135,11 @@ def test_gpu_bounds_are_the_models() -> None:
     work_s = decode_step(LLAMA32_1B, H200, 1, CTX).t_step
     eager = _row(table, "unfused", "cuda")
     # No gpu_gap_s in these fits: the GPU's gap per kernel is model.launch's documented default.
-    composition = compose(work_s, UNFUSED.n_kernels(LLAMA32_1B), LAUNCH_S, DEFAULT_GAP_S)
+    composition = compose(work_s, UNFUSED.n_kernels(LLAMA32_1B), LAUNCH_S, DEFAULT_EAGER_GAP_S)
     assert eager["work_s"] == pytest.approx(work_s)
     assert eager["serial_s"] == pytest.approx(composition.serial_s + SYNC_S)
     assert eager["overlapped_s"] == pytest.approx(composition.overlapped_s + SYNC_S)
-    assert (eager["gap_s"], eager["gap_from"]) == (DEFAULT_GAP_S, GAP_DEFAULT)
+    assert (eager["gap_s"], eager["gap_from"]) == (DEFAULT_EAGER_GAP_S, GAP_DEFAULT)
     graph = _row(table, "fused", "cuda")
     composition = compose_graph(work_s, FUSED.n_kernels(LLAMA32_1B), NODE_S, GRAPH_S)
     assert graph["serial_s"] == pytest.approx(composition.serial_s)
@@ -260,7 +260,7 @@ def test_gpu_decode_prediction_uses_the_ladder_at_the_steps_arguments() -> None:
     per_launch_s = LADDER["ladder_cupy_s"] + LADDER["ladder_cupy_per_arg_s"] * N_ARGS_TOTAL["unfused"] / n
     assert eager["per_op_s"] == pytest.approx(per_launch_s, rel=1e-12)
     assert eager["per_op_s"] > LAUNCH_S  # 5.4 arguments per kernel cost more than the 0-argument slope
-    composition = compose(work_s, n, per_launch_s, DEFAULT_GAP_S)
+    composition = compose(work_s, n, per_launch_s, DEFAULT_EAGER_GAP_S)
     assert eager["serial_s"] == pytest.approx(composition.serial_s + SYNC_S)
     assert eager["overlapped_s"] == pytest.approx(composition.overlapped_s + SYNC_S)
     assert eager["per_op_from"] == "ladder (cupy) at 5.4 args/kernel"

@@ -15,7 +15,14 @@ import pytest
 
 from analysis import launch, launch_text
 from analysis.fit import CI_POINTS
-from model.launch import DEFAULT_GAP_S, DEFAULT_PDL_HIDDEN_SHARE, PLANS, SEED_GAP_S, compose, compose_graph
+from model.launch import (
+    DEFAULT_EAGER_GAP_S,
+    DEFAULT_PDL_HIDDEN_SHARE,
+    PLANS,
+    SEED_GAP_S,
+    compose,
+    compose_graph,
+)
 from model.llm import LLAMA31_8B, LLAMA32_1B
 from model.roofline import decode_step
 
@@ -285,7 +292,7 @@ def test_predict_spin_without_a_measured_gap_uses_the_documented_default() -> No
     frame = frame[~(frame["case"] == "enqueue")]  # no gpu_gap_s in this run
     spin = launch.predict_spin(frame, launch.fit_launch(frame))
     eager = spin[spin["mode"] == "eager"]
-    assert (eager["gap_s"] == DEFAULT_GAP_S).all() and (eager["gap_from"] == launch.GAP_DEFAULT).all()
+    assert (eager["gap_s"] == DEFAULT_EAGER_GAP_S).all() and (eager["gap_from"] == launch.GAP_DEFAULT).all()
 
 
 def test_decode_with_measured_recomputes_demo2(fits: pd.DataFrame) -> None:

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from model.__main__ import main
+from model.published import markdown as published_markdown
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
@@ -323,64 +324,95 @@ def test_ascii_terminal_gets_ascii_spellings() -> None:
 
 
 def _hardware_table(out: str) -> list[dict[str, str]]:
-    """The rows of demo 2's table as the hardware works (the second table that starts with "model")."""
+    """The rows of demo 2's second table, as measured systems run it (the second table that starts with
+    "model")."""
     lines = out.splitlines()
-    start = next(i for i, line in enumerate(lines) if line.startswith("Demo 2 as the hardware works"))
+    start = next(i for i, line in enumerate(lines) if line.startswith("Demo 2 as measured systems run it"))
     return _table("\n".join(lines[start:]), "model ")
 
 
 @pytest.mark.parametrize(
-    ("gpu", "t_gpu_8b", "t_gpu_1b"), [("H100", "4.52 ms", "748 µs"), ("H200", "3.16 ms", "522 µs")]
+    ("gpu", "bandwidth_line", "t_gpu_1b"),
+    [
+        ("H100", "3.00 TB/s, 89.6% of the datasheet's 3.35 TB/s (FlashMLA: a decode kernel", "748 µs"),
+        ("H200", "4.80 TB/s, 100.0% of the datasheet's 4.80 TB/s (the datasheet's: no published", "522 µs"),
+    ],
 )
-def test_demo2_as_the_hardware_works_has_g_and_a_pdl_row(
-    capsys: pytest.CaptureFixture[str], gpu: str, t_gpu_8b: str, t_gpu_1b: str
+def test_demo2_as_measured_systems_run_it(
+    capsys: pytest.CaptureFixture[str], gpu: str, bandwidth_line: str, t_gpu_1b: str
 ) -> None:
-    """Beside the seed's table (g = 0), the same steps with the GPU's own gap g = 1.3 µs per kernel (Hazy
-    Research): eager max(t_gpu + n·g, n·t_launch) to t_gpu + n·(t_launch + g), a graph as a sum, and a graph
-    with PDL hiding half of g (the stated assumption)."""
+    """Beside the seed's table (g = 0), the same steps with each sourced term: the bytes at the GPU's
+    published achievable bandwidth, a ramp of one DRAM latency and the mode's own gap per kernel (2.1 µs
+    eager, 1.3 µs as a graph node), a graph as a sum, PDL hiding half a node's gap (the stated assumption);
+    what each mode includes and excludes is printed with it."""
     code, out, _ = _run(["--gpu", gpu], capsys)
     assert code == 0
     assert _line(out, "Llama-3.2-1B: reads").endswith(f"-> GPU lower bound {t_gpu_1b} (memory-bound)")
     assert "The seed's model (the GPU adds nothing between kernels, g = 0)" in out
+    assert f"  work: the step's bytes at {bandwidth_line}" in out
+    assert "a ramp of 375 ns before its bytes flow" in out
+    assert "2.10 µs launched one by one, 1.30 µs as a graph node (Hazy Research 2025" in out
+    assert "a node's gap is 650 ns: PDL assumed to hide 50% of it" in out
+    assert "an estimate too, not an upper bound" in out and "The seed calls serial an upper bound" in out
+    for mode in ("  eager: estimate", "  graph: t_launch + work", "  megakernel: one kernel"):
+        assert _line(out, mode)
     rows = _hardware_table(out)
-    assert {row["g"] for row in rows} == {"1.30 µs"} and {row["g with PDL"] for row in rows} == {"650 ns"}
     assert {row["model"] for row in rows} == {"Llama-3.1-8B", "Llama-3.2-1B"}
     assert len(rows) == 2 * 3 * 3  # models × plans × launch costs
-    assert "PDL assumed to hide 50% of g" in out
-    if gpu == "H100":  # issue 18: with g the 1B step moves from 748 µs to 0.92–1.00 ms
+    if gpu == "H100":  # issue 30: the 1B step against Hazy Research's figures (docs/model.md)
         fused = _row(rows, model="Llama-3.2-1B", plan="fused", **{"launch cost": "2.00 µs"})
         unfused = _row(rows, model="Llama-3.2-1B", plan="unfused", **{"launch cost": "2.00 µs"})
-        assert fused["eager: overlapped–serial"].startswith("918 µs–")
-        assert unfused["eager: overlapped–serial"].startswith("1.00 ms–")
-        assert (fused["graph: step"], unfused["graph: step"]) == ("920 µs", "1.00 ms")
-        assert (fused["graph + PDL: step"], unfused["graph + PDL: step"]) == ("835 µs", "877 µs")
-        assert "748 µs becomes 918 µs–1.00 ms" in out
+        mega = _row(rows, model="Llama-3.2-1B", plan="megakernel", **{"launch cost": "2.00 µs"})
+        assert fused["work"] == unfused["work"] == "835 µs"
+        assert (fused["graph: step"], fused["graph: of datasheet"]) == ("1.06 ms", "71%")
+        assert (unfused["graph: step"], unfused["graph: of datasheet"]) == ("1.16 ms", "64%")
+        assert mega["eager: estimate–no overlap"] == "838 µs–840 µs"
+        assert fused["eager: estimate–no overlap"] == "1.16 ms–1.42 ms"  # eager > graph: graphs gain
+        assert "the seed's 748 µs becomes 838 µs as a megakernel (89% of the datasheet bandwidth)" in out
 
 
 def test_hardware_rows_in_json_follow_the_options(capsys: pytest.CaptureFixture[str]) -> None:
-    argv = ["--json", "--models", "Llama-3.2-1B", "--launch-us", "8", "--gap-us", "2", "--pdl-hidden", "1"]
+    argv = ["--json", "--models", "Llama-3.2-1B", "--launch-us", "8", "--eager-gap-us", "2"]
+    argv += ["--graph-gap-us", "1", "--ramp-us", "0.5", "--bandwidth-fraction", "0.8", "--pdl-hidden", "1"]
     code, out, _ = _run(argv, capsys)
     assert code == 0
     document = _strict_json(out)
-    assert document["config"]["gap_s"] == pytest.approx(2e-6)
-    assert document["config"]["pdl_hidden_share"] == 1.0
+    config = document["config"]
+    assert (config["eager_gap_s"], config["graph_gap_s"]) == pytest.approx((2e-6, 1e-6))
+    assert config["ramp_s"] == pytest.approx(0.5e-6)
+    assert (config["bandwidth_fraction"], config["bandwidth_from"]) == (0.8, "--bandwidth-fraction")
+    assert config["pdl_hidden_share"] == 1.0
     rows = {row["plan"]: row for row in document["decode_hardware"]}
-    fused = rows["fused"]
-    t_gpu_s, n = fused["t_gpu_s"], 131
-    assert fused["eager_serial_s"] == pytest.approx(t_gpu_s + n * (8e-6 + 2e-6))
-    assert fused["eager_overlapped_s"] == pytest.approx(max(t_gpu_s + n * 2e-6, n * 8e-6))
-    assert fused["graph_s"] == pytest.approx(8e-6 + t_gpu_s + n * 2e-6)
-    assert fused["pdl_gap_s"] == 0.0 and fused["pdl_graph_s"] == pytest.approx(8e-6 + t_gpu_s)
-    # The seed's rows are unchanged by g.
+    fused, n = rows["fused"], 131
+    work_s = document["models"][0]["bytes_total"] / (3.35e12 * 0.8)
+    assert fused["work_s"] == pytest.approx(work_s)
+    assert fused["eager_per_kernel_s"] == pytest.approx(2.5e-6)
+    assert fused["eager_no_overlap_s"] == pytest.approx(work_s + n * (8e-6 + 2.5e-6))
+    assert fused["eager_estimate_s"] == pytest.approx(max(work_s + n * 2.5e-6, n * 8e-6))
+    assert fused["graph_s"] == pytest.approx(8e-6 + work_s + n * 1.5e-6)
+    assert fused["pdl_per_kernel_s"] == pytest.approx(0.5e-6)  # PDL hides the whole gap; the ramp stays
+    assert fused["pdl_graph_s"] == pytest.approx(8e-6 + work_s + n * 0.5e-6)
+    # The seed's rows are unchanged by the terms.
     assert {row["plan"]: row for row in document["decode"]}["fused"]["overlapped_s"] == pytest.approx(
         1.048e-3
     )
 
 
+def test_published_prints_the_table_docs_hold(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = _run(["--published"], capsys)
+    assert (code, err) == (0, "")
+    assert out == published_markdown() + "\n"
+    assert "| [vLLM (CUDA graphs and torch compilation, the blog says)](https://hazyresearch" in out
+
+
 @pytest.mark.parametrize(
     ("argv", "option"),
     [
-        (["--gap-us", "-1"], "--gap-us"),
+        (["--eager-gap-us", "-1"], "--eager-gap-us"),
+        (["--graph-gap-us", "x"], "--graph-gap-us"),
+        (["--ramp-us", "-0.1"], "--ramp-us"),
+        (["--bandwidth-fraction", "0"], "--bandwidth-fraction"),
+        (["--bandwidth-fraction", "1.5"], "--bandwidth-fraction"),
         (["--pdl-hidden", "1.5"], "--pdl-hidden"),
         (["--pdl-hidden", "x"], "--pdl-hidden"),
     ],

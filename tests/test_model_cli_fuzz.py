@@ -35,7 +35,17 @@ _NAME_TEXT = st.one_of(st.sampled_from([*GPUS, *MODELS, "h100", "T4"]), st.text(
 
 _OPTION = st.one_of(
     st.tuples(
-        st.sampled_from(["--ctx", "--batch", "--gap-us", "--pdl-hidden"]),
+        st.sampled_from(
+            [
+                "--ctx",
+                "--batch",
+                "--eager-gap-us",
+                "--graph-gap-us",
+                "--ramp-us",
+                "--bandwidth-fraction",
+                "--pdl-hidden",
+            ]
+        ),
         st.lists(_NUMBER_TEXT, min_size=1, max_size=1),
     ),
     st.tuples(st.sampled_from(["--launch-us", "--serial"]), st.lists(_NUMBER_TEXT, min_size=1, max_size=3)),

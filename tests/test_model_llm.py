@@ -5,6 +5,7 @@ import dataclasses
 import pytest
 
 from model.llm import (
+    LLAMA2_7B,
     LLAMA31_8B,
     LLAMA31_70B,
     LLAMA32_1B,
@@ -27,6 +28,7 @@ from model.llm import (
         (LLAMA31_70B, 70_553_706_496),
         (QWEN25_7B, 7_615_616_512),
         (MISTRAL_7B, 7_241_732_096),
+        (LLAMA2_7B, 6_738_415_616),  # "6.74B" on its model card: the sum over config.json's shapes
     ],
     ids=lambda value: getattr(value, "name", str(value)),
 )
@@ -50,6 +52,7 @@ def test_seed_call_shape_builds_llama32_1b() -> None:
         (LLAMA31_70B, 131_072, None),
         (QWEN25_7B, 131_072, None),  # "use_sliding_window": false
         (MISTRAL_7B, 32_768, 4_096),  # "max_position_embeddings": 32768, "sliding_window": 4096
+        (LLAMA2_7B, 4_096, None),  # "max_position_embeddings": 4096
     ],
     ids=lambda value: getattr(value, "name", str(value)),
 )

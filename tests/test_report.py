@@ -21,7 +21,7 @@ from analysis.load import SUITE, load_runs
 from analysis.render import symbol
 from analysis.report import write_report
 from analysis.runs import select_runs
-from model.launch import DEFAULT_GAP_S, compose
+from model.launch import DEFAULT_EAGER_GAP_S, compose
 from model.laws import fixed_overhead_time
 from model.units import fmt_time
 
@@ -187,12 +187,14 @@ def test_gpu_sections_of_a_synthetic_run_hold_the_models_values(tmp_path: Path) 
     assert value["graph_node_s"] == pytest.approx(GRAPH_NODE_S, rel=0.02)
     assert value["knee_s"] == pytest.approx(LAUNCH_S - SPIN_GAP_S, rel=0.05)
     for row in fits.spin.itertuples(index=False):
-        gap_s = value.get("gpu_gap_s", DEFAULT_GAP_S)  # the GPU's gap per kernel: the run's, or the default
+        gap_s = value.get(
+            "gpu_gap_s", DEFAULT_EAGER_GAP_S
+        )  # the GPU's gap per kernel: the run's, or the default
         expected = compose(row.n_kernels * row.kernel_ns * 1e-9, row.n_kernels, value["launch_s"], gap_s)
         assert row.serial_s == pytest.approx(expected.serial_s + value["sync_round_trip_s"])
         assert row.overlapped_s == pytest.approx(expected.overlapped_s + value["sync_round_trip_s"])
     measured = fits.decode_demo[fits.decode_demo["launch"] == "measured eager"]
-    gap_s = value.get("gpu_gap_s", DEFAULT_GAP_S)
+    gap_s = value.get("gpu_gap_s", DEFAULT_EAGER_GAP_S)
     assert not measured.empty
     for row in measured.itertuples(index=False):
         expected = compose(row.t_gpu_s, row.n_kernels, value["launch_s"], gap_s)

@@ -310,7 +310,7 @@ def knee(spin: pd.DataFrame, launch: pd.DataFrame) -> Figure | None:
         f"{fmt_count(int(spin['n_kernels'].iloc[0]))} kernels of duration d per timed call (d as achieved "
         "where the run recorded it); time per kernel = timed call ÷ N, median of the rounds. Band: "
         "model.launch's overlapped … serial bounds with the fitted costs and the GPU's own gap per kernel g "
-        "(the run's gpu_gap_s, else 1.3 µs), plus the synchronise round trip; a graph replay is a sum, "
+        "(the run's gpu_gap_s, else 2.1 µs), plus the synchronise round trip; a graph replay is a sum, "
         "its band a line. " + machines.caption()
     )
     return finish(figure, title, caption, labels)
