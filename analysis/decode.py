@@ -4,22 +4,23 @@ Rows of ``case == "decode_step"`` (``benchmarks/test_decode_step.py``). For each
 
 - CPU (numpy), every figure a fastest round (``min``):
   - the prediction, from other cases only (never the step's own rounds): the weights (bytes − KV cache) at
-    the bandwidth of ``host_bandwidth``'s read case (``np.matmul`` of a float32 matrix past the LLC, the
-    step's own kind of call), the attention ops from their own case (``op == "attention"``: batched products
-    of a few query rows are not bandwidth-bound), every other call at its op's measured fixed cost
-    (``numpy_op``, ``analysis.ops``) and the overhead floor's remainder (``decode_floor``: the Python work
-    between the calls that no op's figure holds). Its 95 % interval: each term's run-to-run spread on this
-    kind of machine (``analysis.verdicts.SPREAD``), since a fastest round's rounds say nothing of its
-    uncertainty; the headline is measured ÷ predicted with its interval;
+    the bandwidth of the probe case (the step's matrix-vector products timed as a case of their own, apart
+    from the step's rounds, ``op == "probe"``), else, in runs saved before it, of ``host_bandwidth``'s read
+    case (one ``np.matmul`` of a float32 matrix past the LLC), the attention ops from their own case (``op
+    == "attention"``: batched products of a few query rows are not bandwidth-bound), every other call at its
+    op's measured fixed cost (``numpy_op``, ``analysis.ops``) and the overhead floor's remainder
+    (``decode_floor``: the Python work between the calls that no op's figure holds). Its 95 % interval: each
+    term's run-to-run spread on this kind of machine (``analysis.verdicts.SPREAD``), since a fastest round's
+    rounds say nothing of its uncertainty; the headline is measured ÷ predicted with its interval;
   - beside it the seed's model: bytes at the same bandwidth + calls × t0 (fitted ``np.add``);
   - the consistency check, not a prediction: the same sum with the step's bandwidth probe (``probe_s``: its
     own matrix-vector products over every weight matrix, alone, one probe round before each of the step's
-    timed rounds) in place of the read case;
+    timed rounds) in place of the probe case;
   - the probe estimate, the probe's fastest round + the overhead floor's work outside the probe's calls
     (numpy runs its calls one after another): held round by round, each step round against the probe round
     before it, the rounds that beat it counted (``rounds_below``): an estimate, not a bound, since a probe
     round is as noisy as a step round.
-  A run without the read case uses the best of copy and triad and says so. A step whose bytes are under 2 ×
+  A run without either case uses the best of copy and triad and says so. A step whose bytes are under 2 ×
   the machine's LLC is labelled cache-resident.
 - GPU (CuPy): work = ``model.roofline.decode_step`` of the step's configuration on the GPU's spec
   (``model.hardware.resolve_gpu_spec``: the datasheet entry, a MIG slice's share of it, or a spec derived
@@ -102,21 +103,23 @@ DECODE_COLUMNS = (
     "calibrated_overlapped_s",
     "calibrated_position",  # (measured − calibrated overlapped) / (calibrated serial − calibrated overlapped)
     "statistic",  # the pytest-benchmark statistic of measured_s and of the figures predicted from it
-    "predicted_s",  # CPU: the prediction from other cases: weights at the read case's bandwidth + attention
+    "predicted_s",  # CPU: the prediction from other cases: weights at the probe case's bandwidth + attention
     #   (its own case) + every other call at its op's cost (numpy_op) + the floor's remainder, s
     "predicted_low_s",  # CPU: its 95 % interval, from each term's run-to-run spread (_prediction_interval)
     "predicted_high_s",
     "measured_over_predicted",  # CPU: measured_s ÷ predicted_s, the headline
     "ratio_low",  # CPU: its 95 % interval
     "ratio_high",
-    "predicted_weights_s",  # CPU: (bytes − KV) at the read case's bandwidth, s
+    "predicted_weights_s",  # CPU: (bytes − KV) at the reference bandwidth (bandwidth_from), s
     "predicted_calls_s",  # CPU: every call but attention's at its op's measured fixed cost, s
     "attention_s",  # CPU: the step's attention ops measured alone (their own case), s (NaN: not measured)
     "attention_bytes",  # CPU: the KV cache those ops read, B
     "unpriced_ops",  # CPU: ops of the call list without a measured cost (the prediction is NaN then)
     "floor_s",  # CPU: the overhead floor, the same call list where data costs nothing, s
     "floor_left_s",  # CPU: floor − its calls at their ops' costs: the Python work between the calls, s (≥ 0)
-    "bandwidth_from",  # CPU: the case the reference bandwidth comes from (host_bandwidth read, or copy/triad)
+    "bandwidth_from",  # CPU: the case the reference bandwidth comes from: the probe case (the step's
+    #   matvecs timed as a case of their own), else host_bandwidth's read (or copy/triad in older runs)
+    "read_bytes_per_s",  # CPU: host_bandwidth's read case, B/s (beside the probe case's)
     "check_s",  # CPU: the consistency check, the same rounds' probe in place of the read bandwidth, s
     "op_calls_s",  # CPU: the check's calls outside the probe and attention at their ops' costs, s
     "probe_s",  # CPU: the bandwidth probe's fastest round (the step's own matvecs, same rounds), s
@@ -170,6 +173,7 @@ class _CpuTerms:
     costs: pd.DataFrame
     attention: pd.DataFrame
     floors: pd.DataFrame
+    probes: pd.DataFrame
 
 
 def decode_rows(frame: pd.DataFrame) -> pd.DataFrame:
@@ -215,6 +219,7 @@ def decode_table(
         costs=ops.op_costs(frame),
         attention=ops.attention_terms(frame),
         floors=ops.floor_table(frame),
+        probes=ops.probe_terms(frame),
     )
     rows = []
     for key, group in steps.groupby(_GROUP, sort=True, dropna=False):
@@ -378,13 +383,15 @@ def _cpu_run_prediction(
     llc = _number(run.get("llc_bytes"))
     if math.isfinite(llc) and llc > 0:
         result.update(llc_bytes=float(llc), cache_resident=bool(float(row["bytes"]) < DRAM_LLC_FACTOR * llc))
-    bandwidth, bandwidth_from = _host_read_bandwidth(fit)
+    read, read_from = _host_read_bandwidth(fit)
+    bandwidth, bandwidth_from = _probe_case_bandwidth(row, terms.probes) or (read, read_from)
     if not math.isfinite(bandwidth):
         return {}
     work_s = float(row["bytes"]) / bandwidth
     result.update(
         bandwidth_from=bandwidth_from,
         reference_bytes_per_s=bandwidth,
+        read_bytes_per_s=read,
         work_s=work_s,
         per_op_s=t0_s,
         serial_s=work_s + row["ops_per_step"] * t0_s,
@@ -437,7 +444,7 @@ def _cpu_run_prediction(
     )
     if rounds is None:
         return result
-    # The consistency check: the same rounds' probe in place of the read case's bandwidth. The step runs the
+    # The consistency check: the same rounds' probe in place of the probe case's bandwidth. The step runs the
     # probe's products and then more, one call after another, so the floor's work outside the probe's calls
     # adds to the probe's time: the probe estimate, held against each step round after its own probe round.
     probe_counts = run.get("probe_op_counts")
@@ -460,6 +467,21 @@ def _cpu_run_prediction(
         check_s=scale * float(rounds.min()) + attention_check_s + check_calls_s + left_s,
     )
     return result
+
+
+def _probe_case_bandwidth(row: Mapping[str, object], probes: pd.DataFrame) -> tuple[float, str] | None:
+    """The bandwidth of the step's matrix-vector products timed as a case of their own (``op == "probe"``,
+    same machine, plan, model and context): its weight bytes over its fastest round, B/s; None where the
+    run has no such case (saved before it)."""
+    same = (probes["machine_id"] == row["machine_id"]) & (probes["plan"] == row["plan"])
+    same &= (probes["config"] == row["config"]) & (probes["ctx"] == row["ctx"])
+    if not same.any():
+        return None
+    probe = probes[same].iloc[0]
+    seconds = float(probe["probe_case_s"])
+    if not (math.isfinite(seconds) and seconds > 0):
+        return None
+    return float(probe["bytes"]) / seconds, "probe case"
 
 
 def _host_read_bandwidth(fit: pd.Series | None) -> tuple[float, str]:

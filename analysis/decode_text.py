@@ -327,14 +327,15 @@ def _cpu_lines(rows: pd.DataFrame) -> list[str]:
     lines.extend(_bandwidth_lines(rows))
     lines.extend(_cpu_step_cells(rows))
     lines += [
-        "    predicted = (bytes − KV cache) at the read case's bandwidth + attention (its own case, at the "
+        "    predicted = (bytes − KV cache) at the probe case's bandwidth (the step's matrix-vector products "
+        "timed as a case of their own; older runs: the read case's) + attention (its own case, at the "
         "step's context) + every other call at its op's measured fixed cost (numpy_op) + the overhead "
         "floor's remainder (the Python between the calls): other cases only, none of the step's rounds",
         "      interval: 95 %, from each term's run-to-run spread on this kind of machine (a fastest round's "
         "rounds say nothing of it), over √runs; the ratio adds the step's own spread",
         "    seed's model = bytes at the same bandwidth + calls × t0 (fitted np.add), as the lecture has it",
         "    consistency check = the same, with the step's own matrix-vector products (the probe, timed in "
-        "the same rounds) in place of the read case: not a prediction",
+        "the same rounds) in place of the probe case: not a prediction",
         "    probe estimate = the probe's fastest round + the floor's work outside its calls; an estimate, "
         "not a bound: held round by round, a step round can beat the probe round before it",
     ]

@@ -60,6 +60,16 @@ ATTENTION_COLUMNS = (
     "op_counts",  # their calls by op
     "runs",
 )
+PROBE_COLUMNS = (
+    "machine_id",
+    "plan",
+    "config",
+    "ctx",
+    "probe_case_s",  # the step's matrix-vector products, every weight matrix's, measured as a case, s
+    "bytes",  # the weights they read, B
+    "op_counts",  # their calls by op
+    "runs",
+)
 
 
 def _rows(frame: pd.DataFrame, case: str, op: str | None = None) -> pd.DataFrame:
@@ -154,9 +164,22 @@ def floor_table(frame: pd.DataFrame, t0_by_machine: Mapping[str, float] | None =
 def attention_terms(frame: pd.DataFrame) -> pd.DataFrame:
     """Return ``ATTENTION_COLUMNS``: per machine, plan, configuration and context, the decode step's attention
     ops measured alone (fastest round, median over runs), with the KV bytes and calls they hold."""
-    rows = _rows(frame, "decode_step", op="attention")
+    return _part_table(frame, "attention", ATTENTION_COLUMNS)
+
+
+def probe_terms(frame: pd.DataFrame) -> pd.DataFrame:
+    """Return ``PROBE_COLUMNS``: per machine, plan, configuration and context, the decode step's matrix-vector
+    products measured alone as a case of their own (``op == "probe"``; fastest round, median over runs), with
+    the weight bytes and calls they hold."""
+    return _part_table(frame, "probe", PROBE_COLUMNS)
+
+
+def _part_table(frame: pd.DataFrame, op: str, columns: tuple[str, ...]) -> pd.DataFrame:
+    """A part of the decode step timed alone (its ``op`` rows of ``decode_step``), per machine, plan,
+    configuration and context; its time in ``columns[4]``."""
+    rows = _rows(frame, "decode_step", op=op)
     if rows.empty:
-        return pd.DataFrame(columns=list(ATTENTION_COLUMNS))
+        return pd.DataFrame(columns=list(columns))
     table = []
     for (machine_id, plan, config, ctx), group in rows.groupby(
         ["machine_id", "plan", "config", "ctx"], sort=True
@@ -168,10 +191,10 @@ def attention_terms(frame: pd.DataFrame) -> pd.DataFrame:
                 "plan": plan,
                 "config": config,
                 "ctx": int(ctx),
-                "attention_s": float(group[STATISTIC].median()),
+                columns[4]: float(group[STATISTIC].median()),
                 "bytes": float(group["bytes"].iloc[0]),
                 "op_counts": dict(counts) if _is_counts(counts) else {},
                 "runs": len(group),
             }
         )
-    return pd.DataFrame(table, columns=list(ATTENTION_COLUMNS))
+    return pd.DataFrame(table, columns=list(columns))

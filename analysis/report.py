@@ -287,12 +287,13 @@ def _decode_lines(fits: Fits, figures: dict[str, list[str]]) -> list[str]:
 def _cpu_decode_lines(steps: pd.DataFrame) -> list[str]:
     """The CPU table of the decode section (``_decode_lines``)."""
     intro = (
-        "CPU (numpy), one token per step. Predicted from other cases only: (bytes − KV cache) at the read "
-        "case's bandwidth (host_bandwidth: np.matmul of a float32 matrix past the LLC) + attention (its "
+        "CPU (numpy), one token per step. Predicted from other cases only: (bytes − KV cache) at the probe "
+        "case's bandwidth (the step's matrix-vector products timed as a case of their own; runs older than "
+        "it: host_bandwidth's read case) + attention (its "
         "own case, at the step's context) + every other call at its op's measured fixed cost (numpy_op) + "
         "the overhead floor's remainder; its 95 % interval from each term's run-to-run spread. The seed's "
         "model: bytes at the same bandwidth + calls × t0. Consistency check: the same sum with the step's "
-        "own matrix-vector products (the probe, timed in the step's rounds) in place of the read case — "
+        "own matrix-vector products (the probe, timed in the step's rounds) in place of the probe case — "
         "not a prediction. Probe estimate: the probe's fastest round + the floor's work outside it, an "
         "estimate and not a bound (a step round can beat the probe round before it; counted). Statistic: "
         "the fastest round (min) on every side."

@@ -17,7 +17,8 @@ CONTRACT: Mapping[str, str] = {
     "graph_replay, spin, enqueue, sync, launch_args, decode_step, decode_floor, framework_call, "
     "framework_launch, framework_step",
     "device": 'where the work runs: "cpu" or "cuda"',
-    "op": 'the operation timed, e.g. "np.add", "copy", "triad", "empty_kernel", "decode_step", "attention"; '
+    "op": 'the operation timed, e.g. "np.add", "copy", "triad", "empty_kernel", "decode_step", "attention", '
+    '"probe"; '
     "a numpy_op case: the op identity of benchmarks.decode_numpy.op_identity, "
     '"np.<function>(<argument classes>)", e.g. "np.max(3d, axis, keepdims, out=3d)"',
     "dtype": 'element type, e.g. "float32"',

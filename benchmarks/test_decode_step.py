@@ -74,6 +74,8 @@ FP32_PLAN_TOLERANCE = 1e-4
 CPU_STEP_ROUNDS, QUICK_CPU_STEP_ROUNDS = 60, 3
 #: CPU attention term: rounds (each after an untimed whole step), full and --quick.
 ATTENTION_ROUNDS, QUICK_ATTENTION_ROUNDS = 30, 3
+#: CPU probe case: rounds of the step's matrix-vector products alone, back to back, full and --quick.
+PROBE_ROUNDS, QUICK_PROBE_ROUNDS = 30, 3
 #: Logits of the FP16 GPU plans and modes agree to this fraction of their RMS.
 FP16_PLAN_TOLERANCE = 1e-2
 #: The FP16 GPU step's logits lie within this fraction of their RMS of the float32 reference of the same
@@ -271,6 +273,39 @@ def test_cpu_attention(
         n_calls=counter.calls,
         op_counts=dict(counter.op_counts),
         bytes=sum(op.bytes_read for op in ops),
+        config=step.cfg.name,
+        batch=1,
+        ctx=step.ctx,
+    )
+
+
+@pytest.mark.benchmark(group="decode_step cpu probe")
+@pytest.mark.parametrize("plan", list(PLANS))
+def test_cpu_probe(benchmark: Any, cpu_model: _CpuModel, request: pytest.FixtureRequest, plan: str) -> None:
+    """The step's matrix-vector products alone, every weight matrix's (``NumpyDecodeStep.probe``), timed as
+    a case of their own, apart from the step's rounds: the bandwidth the prediction reads the weights at
+    (``analysis.decode``). The step's own probe rounds, interleaved with its rounds, are its consistency
+    check; this case is another measurement, at another time, as the read case is.
+
+    Their weights are ≥ 2 × the LLC (``cpu_decode_config``), so each round reads them from DRAM; the probe
+    only writes buffers of its own, so the step is still correct afterwards (checked)."""
+    step = cpu_model.steps[plan]
+    ops = step.probe
+    counter = step.count_calls(ops)
+    step.run(ops=ops)  # warm-up: the probe's buffers and BLAS's threads
+    rounds = QUICK_PROBE_ROUNDS if request.config.getoption("quick") else PROBE_ROUNDS
+    benchmark.pedantic(step.run, kwargs={"ops": ops}, rounds=rounds, iterations=1)
+    check_against_reference(step, cpu_model.reference)
+    record(
+        benchmark,
+        case="decode_step",
+        device="cpu",
+        op="probe",
+        dtype="float32",
+        plan=plan,
+        n_calls=counter.calls,
+        op_counts=dict(counter.op_counts),
+        bytes=step.probe_bytes,
         config=step.cfg.name,
         batch=1,
         ctx=step.ctx,

@@ -673,3 +673,21 @@ def test_the_law_intervals_t_quantile_is_scipy_stats_own(dof: int, level: float)
     import scipy.stats
 
     assert scipy.special.stdtrit(dof, 0.5 + level / 2) == scipy.stats.t.ppf(0.5 + level / 2, dof)
+
+
+def test_the_prediction_reads_the_weights_at_the_probe_cases_bandwidth_where_the_run_has_it() -> None:
+    """Issue 30: the step's matrix-vector products timed as a case of their own (``op == "probe"``, apart
+    from the step's rounds) give the prediction's bandwidth; the read case stays beside it."""
+    frame = _probe_frame(20e-3)
+    probe_case_s = 16e-3
+    coords = {"plan": "unfused", "config": "tiny-llama-4L-1024", "ctx": CTX, "bytes": PROBE_BYTES}
+    case = _cpu_case("decode_step", "probe", probe_case_s, op_counts=dict(PROBE_COUNTS), **coords)
+    with_case = pd.concat([frame, pd.DataFrame([case])], ignore_index=True)
+    host = _host_fits().assign(read_bytes_per_s=30e9)
+    row = _row(decode_table(with_case, host_fits=host), "unfused", "cpu")
+    bandwidth = PROBE_BYTES / probe_case_s
+    assert row["bandwidth_from"] == "probe case" and row["reference_bytes_per_s"] == pytest.approx(bandwidth)
+    assert row["read_bytes_per_s"] == 30e9
+    assert row["predicted_weights_s"] == pytest.approx((CPU_BYTES - KV_BYTES) / bandwidth)
+    without = _row(decode_table(frame, host_fits=host), "unfused", "cpu")
+    assert without["bandwidth_from"] == "host_bandwidth read" and without["reference_bytes_per_s"] == 30e9

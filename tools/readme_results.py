@@ -117,12 +117,14 @@ def decode_summary_line() -> str:
 
 def decode_gap_table() -> str:
     """One markdown row per committed run and plan: measured − predicted, itemized: the weights at the
-    probe's bandwidth (the step's own matrix-vector products) instead of the read case's, and what the
-    consistency check still leaves (measured − check)."""
+    bandwidth of the step's own matrix-vector products in its own rounds (the probe) instead of the
+    prediction's (the probe case's, or the read case's in older runs), and what the consistency check still
+    leaves (measured − check)."""
     from model.units import fmt_time
 
     rows = [
-        "| run | plan | measured − predicted | of it: the step's matvecs slower than the read case "
+        "| run | plan | measured − predicted | of it: the matvecs in the step's rounds, slower "
+        "than predicted "
         "| left by the consistency check |",
         "|---|---|---|---|---|",
     ]

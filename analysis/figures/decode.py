@@ -212,7 +212,7 @@ def _title(steps: pd.DataFrame, devices: list[str]) -> str:
 def _caption(steps: pd.DataFrame, machines: Machines) -> str:
     parts = ["x: each time ÷ the step's reference (log scale), all from the same run's own figures."]
     how = {
-        "cpu": "reference = the prediction from other cases: the weights at the read case's bandwidth + "
+        "cpu": "reference = the prediction from other cases: the weights at the probe case's bandwidth + "
         "attention (its own case) + each call at its op's cost + the floor's remainder, with its 95 % "
         "interval from each term's run-to-run spread; the seed's model = bytes at that bandwidth + calls × "
         "t0",
