@@ -29,7 +29,7 @@ from __future__ import annotations
 import itertools
 import math
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -258,25 +258,8 @@ def test_cpu_attention(
     hundreds of MB of weights read since evict it) and q holds a real step's values; the attention ops only
     read the cache and q, so the step is still correct afterwards (checked)."""
     step = cpu_model.steps[plan]
-    ops = step.attention_ops
-    counter = step.count_calls(ops)
     rounds = QUICK_ATTENTION_ROUNDS if request.config.getoption("quick") else ATTENTION_ROUNDS
-    benchmark.pedantic(step.run, kwargs={"ops": ops}, setup=step.run, rounds=rounds, iterations=1)
-    check_against_reference(step, cpu_model.reference)
-    record(
-        benchmark,
-        case="decode_step",
-        device="cpu",
-        op="attention",
-        dtype="float32",
-        plan=plan,
-        n_calls=counter.calls,
-        op_counts=dict(counter.op_counts),
-        bytes=sum(op.bytes_read for op in ops),
-        config=step.cfg.name,
-        batch=1,
-        ctx=step.ctx,
-    )
+    _time_part(benchmark, cpu_model, plan, "attention", step.attention_ops, rounds, setup=step.run)
 
 
 @pytest.mark.benchmark(group="decode_step cpu probe")
@@ -290,22 +273,36 @@ def test_cpu_probe(benchmark: Any, cpu_model: _CpuModel, request: pytest.Fixture
     Their weights are ≥ 2 × the LLC (``cpu_decode_config``), so each round reads them from DRAM; the probe
     only writes buffers of its own, so the step is still correct afterwards (checked)."""
     step = cpu_model.steps[plan]
-    ops = step.probe
-    counter = step.count_calls(ops)
-    step.run(ops=ops)  # warm-up: the probe's buffers and BLAS's threads
+    step.run(ops=step.probe)  # warm-up: the probe's buffers and BLAS's threads
     rounds = QUICK_PROBE_ROUNDS if request.config.getoption("quick") else PROBE_ROUNDS
-    benchmark.pedantic(step.run, kwargs={"ops": ops}, rounds=rounds, iterations=1)
+    _time_part(benchmark, cpu_model, plan, "probe", step.probe, rounds, setup=None)
+
+
+def _time_part(
+    benchmark: Any,
+    cpu_model: _CpuModel,
+    plan: str,
+    op: str,
+    ops: tuple[Any, ...],
+    rounds: int,
+    setup: Callable[[], object] | None,
+) -> None:
+    """Time a part of the step (``ops``, each round after ``setup``), check that the step is still correct
+    afterwards, and record it as the ``decode_step`` case's ``op``, with the bytes its ops read."""
+    step = cpu_model.steps[plan]
+    counter = step.count_calls(ops)
+    benchmark.pedantic(step.run, kwargs={"ops": ops}, setup=setup, rounds=rounds, iterations=1)
     check_against_reference(step, cpu_model.reference)
     record(
         benchmark,
         case="decode_step",
         device="cpu",
-        op="probe",
+        op=op,
         dtype="float32",
         plan=plan,
         n_calls=counter.calls,
         op_counts=dict(counter.op_counts),
-        bytes=step.probe_bytes,
+        bytes=sum(part.bytes_read for part in ops),
         config=step.cfg.name,
         batch=1,
         ctx=step.ctx,
