@@ -18,8 +18,6 @@ from unittest import mock
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from analysis import figures, fits, memo
 from analysis.__main__ import main
@@ -152,34 +150,6 @@ def test_a_changed_raw_sample_changes_the_key(tmp_path: Path) -> None:
     store = Memo(tmp_path)
     assert store.key("k", frame) != store.key("k", changed)
     assert store.key("k", frame) == Memo(tmp_path).key("k", frame.copy())
-
-
-@settings(max_examples=40, deadline=None)
-@given(
-    st.lists(st.floats(allow_nan=False, width=64), min_size=1, max_size=8),
-    st.integers(min_value=0, max_value=7),
-    st.sampled_from(["float", "text", "category"]),
-)
-def test_the_key_follows_every_value_and_order_but_not_the_index(
-    values: list[float], where: int, kind: str
-) -> None:
-    def frame(column: list[float]) -> pd.DataFrame:
-        series = pd.Series(column)
-        if kind != "float":
-            series = series.map(repr)
-        if kind == "category":
-            series = series.astype("category")
-        return pd.DataFrame({"value": series, "machine_id": "m"})
-
-    store = Memo(Path("/nonexistent"))
-    base = frame(values)
-    where %= len(values)
-    other = [*values]
-    other[where] = other[where] + 1.0 if abs(other[where]) < 1e15 else -other[where] or 1.0
-    assert store.key("k", base) != store.key("k", frame(other))
-    assert store.key("k", base) == store.key("k", base.set_index(base.index + 17))
-    if values != values[::-1]:
-        assert store.key("k", base) != store.key("k", frame(values[::-1]))
 
 
 def test_dictionaries_and_arrays_hash_by_value() -> None:

@@ -126,3 +126,21 @@ def test_pytest_benchmark_compare_works_from_the_repository_root(
     assert result.returncode == 0, output
     assert "Traceback" not in output
     assert "test_ufunc_size" in output
+
+
+def test_every_test_module_collects_or_skips_with_the_reason(plain_env: dict[str, str]) -> None:
+    """Issue 33: the whole suite, collected as a plain install collects it: no module fails to import; the
+    modules that need the dev extra skip with the reason, and they are only the property-based ones."""
+    result = _run(
+        ["-m", "pytest", "tests", "--collect-only", "-q", "-rs", "-p", "no:cacheprovider"], plain_env
+    )
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output
+    last = [line for line in output.splitlines() if line.strip()][-1]
+    assert "tests collected in" in last and "error" not in last, output
+    skipped = [line for line in output.splitlines() if line.startswith("SKIPPED")]
+    assert skipped and all("needs hypothesis, of the dev extra" in line for line in skipped), skipped
+    needing = {Path(line.split()[2].split(":")[0]).name for line in skipped}
+    assert needing <= {"test_fuzz.py", "test_model_cli_fuzz.py", "test_properties.py", "test_memo.py"}, (
+        needing
+    )
