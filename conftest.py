@@ -53,6 +53,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     later by its cases, keeps its compiled executables for the next session (``_keep_jax_executables``)."""
     from benchmarks.outputs import guard_saving, output_problems
     from benchmarks.run_record import RunRecord, stop_as_interrupt
+    from benchmarks.sentinel import Sentinel
 
     config = session.config
     if not _benchmarking(config):
@@ -76,6 +77,8 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     config._launchbench_environment = _keep_jax_executables(config)
     config._launchbench_old_handlers = stop_as_interrupt(config._launchbench_run)
     guard_saving(config._benchmarksession, _sayer(config))
+    config._launchbench_run.sentinel = Sentinel()
+    config._launchbench_run.sentinel.check("start")
 
 
 def pytest_deselected(items: list[pytest.Item]) -> None:
@@ -106,6 +109,18 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
         record.outcomes[report.nodeid] = "failed"
     elif report.when == "call" and record.outcomes.get(report.nodeid) != "failed":
         record.outcomes[report.nodeid] = "passed"
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Before the first planned case of each family (test module) of a full run: a speed sentinel checkpoint
+    (``benchmarks.sentinel``), so that the run says how the machine's speed moved during it. A quick run
+    takes only the start's and the end's."""
+    record = getattr(item.config, "_launchbench_run", None)
+    if record is None or record.sentinel is None or record.quick or item.nodeid not in record.planned:
+        return
+    family = item.nodeid.partition("::")[0]
+    if not any(point["at"] == f"before {family}" for point in record.sentinel.checkpoints):
+        record.sentinel.check(f"before {family}")
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -155,6 +170,9 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> Iterator[N
     exit status 1 even when every case passed."""
     record = getattr(session.config, "_launchbench_run", None)
     if record is not None:
+        if record.sentinel is not None and record.interrupted_by is None:
+            record.sentinel.check("end")
+            record.sentinel.release()
         record.finish(exitstatus, session.shouldstop or session.shouldfail or None)
     yield
     if getattr(session.config, "_launchbench_unsaved", False) and session.exitstatus == 0:

@@ -256,6 +256,13 @@ def _add_paths(parser: argparse.ArgumentParser) -> None:
 def _add_compare_options(parser: argparse.ArgumentParser) -> None:
     _add_grouping(parser)
     parser.add_argument(
+        "--normalize",
+        action="store_true",
+        help="divide each run's times by its speed ratio to its machine's usual (the run's speed sentinel "
+        "against the median of the machine's runs; said above the table): a slower VM told apart from "
+        "slower code; runs saved before the sentinel are left as measured and named",
+    )
+    parser.add_argument(
         "--format",
         choices=COMPARE_FORMATS,
         default="text",
@@ -513,6 +520,11 @@ def _compare(args: argparse.Namespace) -> int:
         groups = _groups(selection.result.runs, args, column)
         frame = groups.relabel(selection.result.frame)
     head = [*selection_lines(selection), *group_notes(groups)]
+    if args.normalize:
+        from analysis.sentinel import normalized
+
+        frame, lines = normalized(frame, selection.result.runs)
+        head += lines
     frame = with_run_kinds(frame, selection.result.runs)
     if args.points:
         table = point_table(frame, groups.baseline.label, args.threshold)

@@ -65,6 +65,7 @@ from analysis.cache import Entry, Fresh, Key, RunCache, open_cache, text_categor
 from analysis.facts import fact_text, run_settings
 from analysis.schema import RUN_RECORD_KEY as RUN_RECORD_KEY  # the data contract's keys, re-exported
 from analysis.schema import SUITE, CheckedRun, check_run, printable
+from analysis.sentinel import from_record as sentinel_from_record
 from analysis.signals import WorkerLost, ended_text, held, process_alive, release
 from model.hardware import ATTRIBUTE_KEYS
 
@@ -96,7 +97,8 @@ RUN_COLUMNS = (
 #: ``other_cpu_share``, ``steal_share`` of the CPUs' time during the run, ``load_start``: 1-minute load
 #: average at start; ``load_saved``: legacy runs' 1-minute load average when saved, from ``machine_info``;
 #: ``gpu_slowdown``: NVML throttle reasons); ``faults``; ``families`` measured; ``settings``: the recorded
-#: settings its figures depend on (``analysis.facts.run_settings``) as JSON text, name → text.
+#: settings its figures depend on (``analysis.facts.run_settings``) as JSON text, name → text; ``sentinel``:
+#: the speed sentinel's checkpoints (``analysis.sentinel``), JSON text, None for a run saved before it.
 RUN_INFO_COLUMNS = (
     "source",
     "machine_id",
@@ -127,6 +129,7 @@ RUN_INFO_COLUMNS = (
     "gpu_slowdown",
     "faults",
     "settings",
+    "sentinel",
 )
 
 #: A run saved without a run record is quick when its ``ufunc_size`` and ``many_vs_one`` cases ran with
@@ -1181,6 +1184,7 @@ def _run_info(checked: CheckedRun, rows: list[dict[str, object]], source: str) -
         load_start=load[0] if load else None,
         gpu_slowdown=tuple(conditions.get("gpu_slowdown") or ()),
         faults=tuple(printable(fault) for fault in record.get("faults") or ()),
+        sentinel=sentinel_from_record(record),
     )
     return info
 

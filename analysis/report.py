@@ -27,6 +27,7 @@ from analysis.memo import Memo
 from analysis.output import DEFAULT_FIGURE_FORMATS, publish, staging
 from analysis.render import figure_lines, markdown_table, with_interval
 from analysis.runs import Selection, selection_lines
+from analysis.sentinel import drift_line, speed_line, speed_ratios
 from analysis.trust import stability, unstable_line, verdict
 from analysis.verdicts import with_run_kinds
 from model.units import (
@@ -536,12 +537,15 @@ _LINK_ORDER = {".png": 0, ".svg": 1}
 
 
 def busy_lines(selection: Selection) -> list[str]:
-    """One line per run used that was measured on a busy machine (``analysis.trust.verdict``)."""
+    """One line per run used that was measured on a busy machine (``analysis.trust.verdict``), whose speed
+    drifted during it, or that ran slower or faster than its machine's other runs (``analysis.sentinel``)."""
+    runs = selection.result.runs
+    speeds = {row.source: (row.ratio, row.others) for row in speed_ratios(runs).itertuples(index=False)}
     lines = []
-    for run in selection.result.runs.itertuples(index=False):
-        line = verdict(run._asdict())
-        if line:
-            lines.append(f"{run.source}: {line}")
+    for run in runs.itertuples(index=False):
+        speed = speeds.get(run.source)
+        found = [verdict(run._asdict()), drift_line(run._asdict()), speed and speed_line(*speed)]
+        lines.extend(f"{run.source}: {line}" for line in found if line)
     return lines
 
 

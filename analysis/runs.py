@@ -27,6 +27,7 @@ import pandas as pd
 
 from analysis.load import LoadResult
 from analysis.schema import printable
+from analysis.sentinel import drift_line, speed_line, speed_ratios
 from analysis.trust import verdict
 
 #: At most this many file names in the line that lists the runs used.
@@ -328,7 +329,8 @@ def _lacking_families(runs: pd.DataFrame) -> list[str]:
 
 
 def _run_notes(runs: pd.DataFrame) -> list[str]:
-    """The runs used whose conditions are unknown (one line), each busy run's verdict, each run's faults."""
+    """The runs used whose conditions are unknown (one line); each busy run's verdict, its drift in speed
+    and its speed against its machine's other runs (``analysis.sentinel``); each run's faults."""
     notes = []
     legacy = runs[~runs["has_record"].astype(bool)]
     if not legacy.empty:
@@ -336,10 +338,13 @@ def _run_notes(runs: pd.DataFrame) -> list[str]:
             f"{len(legacy)} run(s) saved without a run record (before it existed): their conditions (load, "
             f"other processes, interruptions) are unknown: {_names(legacy['source'])}"
         )
+    speeds = speed_ratios(runs).set_index("source")
     for run in _rows(runs):
-        line = verdict(run._asdict())
-        if line:
-            notes.append(f"{run.source}: {line}")
+        fields = run._asdict()
+        lines = [verdict(fields), drift_line(fields)]
+        if run.source in speeds.index:
+            lines.append(speed_line(speeds.loc[run.source, "ratio"], int(speeds.loc[run.source, "others"])))
+        notes.extend(f"{run.source}: {line}" for line in lines if line)
         notes.extend(f"{run.source}: fault during the run: {fault}" for fault in run.faults)
     return notes
 

@@ -19,6 +19,7 @@ from analysis.fits import Fits, fit_all
 from analysis.host import DRAM_LLC_FACTOR
 from analysis.intervals import positive_interval
 from analysis.runs import without_unfinished
+from analysis.sentinel import drift_line, speed_line, speed_ratios
 from analysis.trust import stability, unstable_line, verdict
 from model.units import (
     fmt_bytes,
@@ -53,19 +54,21 @@ def summary_lines(
 
 
 def trust_lines(runs: pd.DataFrame | None) -> list[str]:
-    """Per run: its busy-machine verdict, whether it was interrupted and which cases did not finish, its
-    faults; "conditions unknown" for a run saved without a record."""
+    """Per run: its busy-machine verdict, its drift in speed during the run and, among several runs of one
+    machine, its speed against the others (``analysis.sentinel``), whether it was interrupted and which cases
+    did not finish, its faults; "conditions unknown" for a run saved without a record."""
     if runs is None or runs.empty:
         return []
     several = len(runs) > 1
+    speeds = {row.source: (row.ratio, row.others) for row in speed_ratios(runs).itertuples(index=False)}
     lines = []
     for run in runs.itertuples(index=False):
         name = f"{run.source}: " if several else ""
         if not run.has_record:
             lines.append(f"{name}Conditions unknown: the run was saved without a run record")
-        line = verdict(run._asdict())
-        if line:
-            lines.append(f"{name}{line}")
+        speed = speeds.get(run.source)
+        found = [verdict(run._asdict()), drift_line(run._asdict()), speed and speed_line(*speed)]
+        lines.extend(f"{name}{line}" for line in found if line)
         if run.status == "interrupted":
             by = f" by {run.interrupted_by}" if run.interrupted_by else ""
             lines.append(

@@ -4,7 +4,8 @@
 (pytest-benchmark compares it wholesale and warns on any difference); everything about *this* run lives here,
 under the saved JSON's top-level key ``RUN_RECORD_KEY``: quick or full, the selection, cases planned and
 measured, completed or interrupted and by what, start and end, the machine's load and the CPU time other
-processes took while it ran, and facts the cases found about the device (e.g. a GPU timer's tick). Analysis
+processes took while it ran, facts the cases found about the device (e.g. a GPU timer's tick), and the speed
+sentinel's checkpoints (``benchmarks.sentinel``: how fast the machine itself was during the run). Analysis
 decides from it which runs may be pooled and whether a run's figures can be trusted.
 
 Snapshots are taken by small collectors that tolerate a missing source (no ``/proc`` on macOS, no load average
@@ -23,6 +24,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
+
+from benchmarks.sentinel import Sentinel
 
 #: The saved JSON's top-level key holding the run record.
 RUN_RECORD_KEY = "launchbench_run"
@@ -224,6 +227,8 @@ class RunRecord:
     interrupted_by: str | None = None
     end: dict[str, Any] | None = None
     exit_status: int | None = None
+    #: The speed sentinel's checkpoints (``benchmarks.sentinel``); None in a session that took none.
+    sentinel: Sentinel | None = None
 
     def finish(self, exit_status: int, stopped: str | None) -> None:
         """Take the end snapshot and the session's exit status; ``stopped`` is pytest's reason for stopping
@@ -278,6 +283,7 @@ class RunRecord:
             },
             "facts": self.facts,
             "faults": [*self.faults, *self.start.get("faults", ()), *end.get("faults", ())],
+            **({"sentinel": self.sentinel.as_json()} if self.sentinel is not None else {}),
         }
 
 

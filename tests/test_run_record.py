@@ -49,6 +49,7 @@ RECORD_KEYS = {
     "conditions",
     "facts",
     "faults",
+    "sentinel",
 }
 CASES_KEYS = {"planned", "measured", "failed", "skipped", "not_run", "skip_reasons", "unfinished"}
 CONDITIONS_KEYS = {"usable_cpus", "start", "end", "during", "gpu_slowdown"}

@@ -1,0 +1,192 @@
+"""How fast the machine itself was during a run: its speed sentinel (``benchmarks.sentinel``), read back.
+
+A run saved with a run record of today's code holds the sentinel's checkpoints: three fixed workloads (a
+pure-Python loop, one-element ``np.add`` calls, a 32 MiB copy) timed at its start, before each family and at
+its end. From them:
+
+- **drift within the run** (``drift``, ``drift_line``): the largest ratio between two checkpoints of one
+  workload; past ``DRIFT_LIMIT`` the run's figures mix two speeds of the machine, said where the busy verdict
+  is said;
+- **speed against the machine's history** (``speed_ratios``, ``speed_line``): each workload's median over
+  the run's checkpoints against the median of the same machine's other runs in the storage, the geometric
+  mean over workloads: "ran 1.25× slower than this machine's usual";
+- **normalised figures** (``normalized``, ``compare --normalize``): each run's times divided by its speed
+  ratio, so that a slower VM and slower code are told apart.
+
+Runs saved before the sentinel simply have none: no line, and ``--normalize`` leaves them as they are and
+names them.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+
+import numpy as np
+import pandas as pd
+
+from model.units import fmt_percent
+
+#: The run-info column (``analysis.load.RUN_INFO_COLUMNS``) holding a run's sentinel as JSON text:
+#: ``{"at": [checkpoint names], "seconds": {workload: [seconds per checkpoint]}, "cost_s": total}``.
+SENTINEL_COLUMN = "sentinel"
+#: A run whose sentinel moved by this fraction or more between two checkpoints of one workload drifted. Set
+#: above the largest drift of the quiet runs committed under tests/data/sentinel (``tests/test_sentinel.py``
+#: recomputes it).
+DRIFT_LIMIT = 0.10
+#: A run whose speed ratio to the machine's usual is off by this fraction or more is named as slow or fast.
+SPEED_LIMIT = 0.05
+#: The time statistics of a frame that ``normalized`` divides by a run's speed ratio (the raw rounds too).
+TIME_COLUMNS = ("min", "max", "mean", "median", "stddev", "iqr", "q1", "q3")
+
+
+def from_record(record: Mapping) -> str | None:
+    """The run record's sentinel as ``SENTINEL_COLUMN``'s JSON text; None where the run took none or it is
+    not the shape ``benchmarks.sentinel`` saves (a damaged or foreign record: no sentinel, not an error)."""
+    sentinel = record.get("sentinel")
+    if not isinstance(sentinel, Mapping) or not isinstance(sentinel.get("checkpoints"), list):
+        return None
+    at: list[str] = []
+    seconds: dict[str, list[float]] = {}
+    cost = 0.0
+    for point in sentinel["checkpoints"]:
+        values = point.get("seconds") if isinstance(point, Mapping) else None
+        if not isinstance(values, Mapping) or not all(_positive(v) for v in values.values()):
+            return None
+        at.append(str(point.get("at")))
+        for name, value in values.items():
+            seconds.setdefault(str(name), []).append(float(value))
+        cost += float(point["cost_s"]) if _positive(point.get("cost_s")) else 0.0
+    if not at or any(len(values) != len(at) for values in seconds.values()):
+        return None
+    return json.dumps({"at": at, "seconds": seconds, "cost_s": cost}, sort_keys=True)
+
+
+def _positive(value: object) -> bool:
+    return (
+        isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) and value > 0
+    )
+
+
+def _parsed(text: object) -> dict | None:
+    return json.loads(text) if isinstance(text, str) else None
+
+
+def drift(text: object) -> tuple[float, str, str, str] | None:
+    """The largest drift of a run's sentinel (``SENTINEL_COLUMN`` text): (slowest ÷ fastest checkpoint − 1,
+    the workload, the fastest checkpoint, the slowest one); None without two checkpoints."""
+    sentinel = _parsed(text)
+    if sentinel is None or len(sentinel["at"]) < 2:
+        return None
+    worst = None
+    for name, values in sentinel["seconds"].items():
+        fastest, slowest = int(np.argmin(values)), int(np.argmax(values))
+        ratio = values[slowest] / values[fastest] - 1
+        if worst is None or ratio > worst[0]:
+            worst = (ratio, name, sentinel["at"][fastest], sentinel["at"][slowest])
+    return worst
+
+
+def drift_line(run: Mapping) -> str | None:
+    """One line when a run's sentinel drifted by ``DRIFT_LIMIT`` or more (``run``: a ``LoadResult.runs``
+    row), naming the workload and the two checkpoints; None otherwise."""
+    found = drift(run.get(SENTINEL_COLUMN))
+    if found is None or found[0] < DRIFT_LIMIT:
+        return None
+    ratio, name, fast, slow = found
+    workload = name.replace("_", " ")
+    return (
+        f"Machine speed drifted {fmt_percent(ratio)} during this run (the sentinel's {workload}: "
+        f"{1 + ratio:.2f}× slower {slow} than {fast}; limit {fmt_percent(DRIFT_LIMIT)}): its figures mix "
+        "two speeds of the machine"
+    )
+
+
+def speed_ratios(runs: pd.DataFrame) -> pd.DataFrame:
+    """Per run with a sentinel (``runs``: ``LoadResult.runs``), its speed against the machine's usual:
+    columns ``source``, ``machine_id``, ``ratio`` (this run's time ÷ the machine's usual, the geometric mean
+    over workloads of each workload's median over the run's checkpoints ÷ the median of the same over all
+    the machine's runs: one reference for every run of it, which one slow run among three does not move;
+    > 1 slower) and ``others`` (the machine's other runs). Runs whose machine has no other run with a
+    sentinel are left out."""
+    columns = ["source", "machine_id", "ratio", "others"]
+    if SENTINEL_COLUMN not in runs:
+        return pd.DataFrame(columns=columns)
+    medians = []
+    for run in runs[["source", "machine_id", SENTINEL_COLUMN]].itertuples(index=False):
+        sentinel = _parsed(run[2])
+        if sentinel is not None:
+            per = {name: float(np.median(values)) for name, values in sentinel["seconds"].items()}
+            medians.append({"source": run[0], "machine_id": run[1], **per})
+    table = pd.DataFrame(medians)
+    rows: list[list[object]] = []
+    if table.empty:
+        return pd.DataFrame(columns=columns)
+    for machine_id, machine in table.groupby("machine_id", sort=False):
+        workloads = [column for column in machine if column not in ("source", "machine_id")]
+        for _, run in machine.iterrows():
+            others = len(machine) - 1
+            if not others:
+                continue
+            logs = [
+                math.log(run[name] / float(machine[name].median()))
+                for name in workloads
+                if _positive(run[name])
+            ]
+            if logs:
+                rows.append([run["source"], machine_id, math.exp(float(np.mean(logs))), others])
+    return pd.DataFrame(rows, columns=columns)
+
+
+def speed_line(ratio: float, others: int) -> str | None:
+    """ "Ran 1.25× slower than this machine's usual …" where ``ratio`` is off by ``SPEED_LIMIT`` or more."""
+    if not math.isfinite(ratio) or abs(math.log(ratio)) < math.log1p(SPEED_LIMIT):
+        return None
+    how = f"{ratio:.2f}× slower" if ratio > 1 else f"{1 / ratio:.2f}× faster"
+    return (
+        f"Machine speed: this run ran {how} than this machine's usual (its speed sentinel against the median "
+        f"of the machine's runs, {others + 1} in all); --normalize divides its figures by that"
+    )
+
+
+def normalized(frame: pd.DataFrame, runs: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
+    """``frame`` with each run's times divided by its speed ratio (``speed_ratios``), and the lines that
+    say so: how many runs, by how much, and which runs could not be normalised (no sentinel, or no other
+    run of their machine to compare with)."""
+    ratios = speed_ratios(runs)
+    scale = dict(zip(ratios["source"], 1 / ratios["ratio"], strict=True))
+    factor = frame["source"].astype(str).map(scale).astype(float)
+    known = factor.notna()
+    out = frame.copy()
+    for column in TIME_COLUMNS:  # the host's clock; the GPU's own time (gpu_time_s) is not the host's speed
+        if column in out:
+            out.loc[known, column] = out.loc[known, column].astype(float) * factor[known]
+    for column in ("data", "probe_s"):
+        if column in out:
+            out[column] = [
+                _scaled(value, f) if math.isfinite(f) else value
+                for value, f in zip(out[column], factor.fillna(math.nan), strict=True)
+            ]
+    lines = []
+    if not ratios.empty:
+        low, high = float(ratios["ratio"].min()), float(ratios["ratio"].max())
+        lines.append(
+            f"--normalize: each run's times divided by its speed ratio to its machine's usual (the speed "
+            f"sentinel; {len(ratios)} run(s), ratios {low:.3f}–{high:.3f})"
+        )
+    missing = sorted(set(runs["source"].astype(str)) - set(scale))
+    if missing:
+        lines.append(
+            f"--normalize: {len(missing)} run(s) left as measured (no speed sentinel, or no other run of "
+            f"their machine): {', '.join(missing[:3])}{', …' if len(missing) > 3 else ''}"
+        )
+    return out, lines
+
+
+def _scaled(value: object, factor: float) -> object:
+    if isinstance(value, np.ndarray):
+        return value * factor
+    if isinstance(value, tuple | list):
+        return type(value)(float(v) * factor for v in value)
+    return value
