@@ -20,6 +20,7 @@ from analysis.host import DRAM_LLC_FACTOR
 from analysis.intervals import positive_interval
 from analysis.runs import without_unfinished
 from analysis.sentinel import drift_line, speed_line, speed_ratios
+from analysis.steady import steadiness_line, steadiness_table
 from analysis.trust import stability, unstable_line, verdict
 from model.units import (
     fmt_bytes,
@@ -49,6 +50,9 @@ def summary_lines(
     unstable = unstable_line(stability(frame))
     if unstable:
         lines.append(unstable)
+    steadiness = steadiness_line(steadiness_table(frame))
+    if steadiness:
+        lines.append(steadiness)
     fits = fit_all(frame)  # once, for every section
     return lines + [line for section in SECTIONS for line in section(frame, fits)]
 
