@@ -44,7 +44,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(
             f"{seed:>4} {row.correct:>8.4f} {row.split_k:>8.4f} {row.stale_cache:>12.3f}{extra}", flush=True
         )
-    worst = max(max(row.correct, row.split_k) for row in rows)
+    worst = max(max(row.correct, row.split_k, *row.frameworks.values()) for row in rows)
     defect = min(row.stale_cache for row in rows)
     columns = {name: [getattr(row, name) for row in rows] for name in ("correct", "split_k", "stale_cache")}
     columns |= {name: [row.frameworks[name] for row in rows] for name in others}
