@@ -1,7 +1,8 @@
 """The torch FP16 decode step's GPU tolerance (``test_framework_gpu.FRAMEWORK_STEP_TOLERANCE``), held at the
 real size and precision on the CPU: Llama-3.2-1B, ctx 1,024, FP16 weights and activations as PyTorch computes
 them on CUDA (``benchmarks/fp16_emulation.py``, which runs the very ``decode_logits`` the GPU case runs), for
-three seeds (``tools/fp16_step_error.py`` prints sixteen), and JAX's own FP16 step on the CPU beside it. Each
+three seeds (``tools/fp16_step_error.py`` prints sixteen), and JAX's own FP16 step on the CPU beside the
+emulation (on the CPU decode model: JAX's copy of the real weights would double the test's 2.5 GB). Each
 seed's error, and its pessimistic split-K variant's, lies at least ``HEADROOM`` times below the tolerance; a
 step that skips its KV write lies at least ``DEFECT_FACTOR`` times above it, and with the position poisoned as
 the GPU case poisons it, it cannot pass at all. The emulation itself is checked op by op against float32
@@ -44,12 +45,10 @@ SMALL = dataclasses.replace(
 
 @pytest.fixture(scope="module", params=SEEDS, ids=lambda seed: f"seed{seed}")
 def real_size(request: pytest.FixtureRequest) -> Fp16StepErrors:
-    """One seed's errors at the real size; JAX's own FP16 step on the CPU beside them where JAX imports."""
-    others = {}
-    if frameworks.unavailable_reason("jax") is None:
-        jax = frameworks.module("jax")
-        others["jax"] = (jax_ops(jax), jax.devices("cpu")[0])
-    return fp16_step_errors(LLAMA32_1B, CTX, TOKEN, request.param, others)
+    """One seed's errors at the real size (2.5 GB of FP16 weights held: JAX's copy of them would double
+    that, so JAX's own step is compared with the emulation on the CPU model below, and at the real size by
+    ``tools/fp16_step_error.py``)."""
+    return fp16_step_errors(LLAMA32_1B, CTX, TOKEN, request.param)
 
 
 def test_the_tolerance_holds_every_seed_at_the_real_size_with_room(real_size: Fp16StepErrors) -> None:
@@ -58,14 +57,18 @@ def test_the_tolerance_holds_every_seed_at_the_real_size_with_room(real_size: Fp
     assert real_size.split_k * HEADROOM <= FRAMEWORK_STEP_TOLERANCE, real_size
 
 
-def test_jaxs_own_fp16_step_holds_the_tolerance_too(real_size: Fp16StepErrors) -> None:
-    """A real framework's half-precision path (JAX's, on the CPU: each op a compiled FP16 executable) errs
-    as much as the emulation, within the same headroom."""
-    if "jax" not in real_size.frameworks:
+@pytest.mark.parametrize("seed", SEEDS)
+def test_jaxs_own_fp16_step_errs_as_the_emulation_does(seed: int) -> None:
+    """A real framework's half-precision path (JAX's on the CPU: each op a compiled FP16 executable) errs as
+    much as the emulation, on the CPU decode model (4 layers, ctx 1,024; at the real size
+    ``tools/fp16_step_error.py`` gives 0.023-0.031 × RMS over 16 seeds)."""
+    if frameworks.unavailable_reason("jax") is not None:
         pytest.skip(frameworks.unavailable_reason("jax"))
-    error = real_size.frameworks["jax"]
-    assert error > 1e-3 and error * HEADROOM <= FRAMEWORK_STEP_TOLERANCE, real_size
-    assert error < 2 * max(real_size.correct, real_size.split_k), "the same size as the emulation's"
+    jax = frameworks.module("jax")
+    errors = fp16_step_errors(TINY_LLAMA_4L, CTX, TOKEN, seed, {"jax": (jax_ops(jax), jax.devices("cpu")[0])})
+    error = errors.frameworks["jax"]
+    assert 0.5 * errors.correct < error < 2 * errors.correct, errors
+    assert error * HEADROOM <= FRAMEWORK_STEP_TOLERANCE
 
 
 def test_a_step_without_its_kv_write_fails_the_tolerance_at_the_real_size(real_size: Fp16StepErrors) -> None:
