@@ -38,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.random_fill import random_into
+from benchmarks.random_fill import random_into, random_into_converted
 from model.launch import FUSED, UNFUSED, KernelPlan
 from model.llm import ModelConfig
 
@@ -142,7 +142,8 @@ def uniform_draw(xp: Any, seed: int, dtype: Any) -> Draw:
     """A seeded ``Draw`` of uniform random numbers (faster to draw than normal numbers, and as good for a
     benchmark's operands) made by the array module ``xp`` (numpy, or CuPy: drawn on the GPU), drawn in
     float32 and stored as ``dtype``. numpy's are drawn and scaled on every core
-    (``benchmarks.random_fill.random_into``: the numbers one thread draws)."""
+    (``benchmarks.random_fill.random_into``: the numbers one thread draws), a chunk at a time where ``dtype``
+    is not float32 (``random_into_converted``)."""
     rng = xp.random.default_rng(seed)
 
     def draw(shape: tuple[int, ...], std: float, mean: float) -> Array:
@@ -151,12 +152,13 @@ def uniform_draw(xp: Any, seed: int, dtype: Any) -> Draw:
             values *= np.float32(std * math.sqrt(12.0))
             values += np.float32(mean)
 
-        if xp is np:
-            values = random_into(rng, np.empty(shape, dtype=np.float32), then=scale)
-        else:
+        if xp is not np:
             values = rng.random(shape, dtype=xp.float32)
             scale(values)
-        return values.astype(dtype, copy=False)
+            return values.astype(dtype, copy=False)
+        if np.dtype(dtype) == np.float32:
+            return random_into(rng, np.empty(shape, dtype=np.float32), then=scale)
+        return random_into_converted(rng, np.empty(shape, dtype=dtype), then=scale)  # e.g. FP16
 
     return draw
 

@@ -4,7 +4,10 @@ Each framework is an optional extra (``pip install 'launchbench[torch]'``, ``'[j
 lazily, on the first case that needs it and never at collection: importing torch takes seconds and JAX a few
 too, so a run that selects numpy's cases (or a machine without either) pays for neither, and a framework's
 import never lands inside another framework's timing. Each probe runs once per process and returns the
-module or the reason it cannot be used; every case of that framework then skips with the reason.
+module or the reason it cannot be used; every case of that framework then skips with the reason. A GPU
+probe (``gpu_reason``) also runs one trivial launch per framework and checks it: what fails only at the
+first kernel (Triton builds its launcher with a C compiler, Python's headers and libcuda then:
+``benchmarks/triton_build.py`` looks for them first) skips the framework's cases instead of failing them.
 
 JAX would take 75 % of the GPU's memory at its first GPU call (its default preallocation), leaving CuPy's
 and PyTorch's cases of the same process without room for Llama-3.2-1B: ``jax_module`` sets
@@ -27,13 +30,17 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from benchmarks import triton_build
+from benchmarks.triton_kernels import ladder_kernels
+
 #: The frameworks of the cross-framework cases, as ``extra_info["framework"]`` names them.
 NUMPY, TORCH, JAX, TRITON, CUPY = "numpy", "torch", "jax", "triton", "cupy"
 _EXTRA_HINT = {TORCH: "pip install 'launchbench[torch]'", JAX: "pip install 'launchbench[jax]'"}
 
 
 def _error(error: BaseException) -> str:
-    return f"{type(error).__name__}: {error}"
+    """``Type: message`` on one line (a compiler's or an assertion's message can span several)."""
+    return " ".join(f"{type(error).__name__}: {error}".split())
 
 
 @functools.cache
@@ -96,31 +103,67 @@ def version(name: str) -> str | None:
 def gpu_reason(name: str) -> str | None:
     """Why framework ``name`` cannot run GPU cases here; None when it can.
 
-    torch and triton need ``torch.cuda.is_available()`` (Triton launches on PyTorch's current stream, with
-    PyTorch's tensors); JAX needs a device of its "gpu" backend (``jax.devices("gpu")``; JAX's CPU build
-    has none).
+    Each framework must import, see a device and run one trivial launch whose result is checked
+    (``_first_launch``): a driver, a compiler or a library that fails only at the first kernel (Triton builds
+    its launcher with a C compiler then) skips every case of the framework with the reason, never fails
+    them. torch needs ``torch.cuda.is_available()``; Triton needs torch's GPU (it launches on PyTorch's
+    stream, with PyTorch's tensors) and what its launcher is built from (``benchmarks.triton_build``); JAX
+    needs a device of its "gpu" backend (``jax.devices("gpu")``; JAX's CPU build has none).
     """
-    needs_torch = name in (TORCH, TRITON)
-    reason = unavailable_reason(TORCH) if needs_torch else None
-    if reason is None:
-        reason = unavailable_reason(name)
+    if name == TRITON:
+        reason = gpu_reason(TORCH)
+        if reason is not None:
+            return reason
+    reason = unavailable_reason(name)
     if reason is not None:
         return reason
-    if needs_torch:
-        torch = module(TORCH)
+    if name == TRITON:
+        reason = triton_build.missing_reason(triton_build.find_build_tools())
+        if reason is not None:
+            return reason
+    imported = module(name)
+    if name == JAX:
         try:
-            available = bool(torch.cuda.is_available())
+            devices = imported.devices("gpu")
+        except Exception as error:  # RuntimeError "Unknown backend gpu" on the CPU build
+            return f"jax {version(JAX)} has no GPU backend: {_error(error)}"
+        if not devices:
+            return f"jax {version(JAX)} lists no GPU device"
+    elif name == TORCH:
+        try:
+            available = bool(imported.cuda.is_available())
         except Exception as error:  # a driver/runtime mismatch raises here on some builds
             return f"torch {version(TORCH)} sees no usable CUDA device: {_error(error)}"
-        return (
-            None if available else f"torch {version(TORCH)} sees no CUDA device (torch.cuda.is_available())"
-        )
-    jax = module(JAX)
+        if not available:
+            return f"torch {version(TORCH)} sees no CUDA device (torch.cuda.is_available())"
     try:
-        devices = jax.devices("gpu")
-    except Exception as error:  # RuntimeError "Unknown backend gpu" on the CPU build
-        return f"jax {version(JAX)} has no GPU backend: {_error(error)}"
-    return None if devices else f"jax {version(JAX)} lists no GPU device"
+        _first_launch(name, imported)
+    except Exception as error:  # a compiler's, a driver's or an assertion's error, whatever the framework
+        return f"{name} {version(name)} failed its first launch: {_error(error)}"
+    return None
+
+
+def _first_launch(name: str, imported: ModuleType) -> None:
+    """One trivial kernel of framework ``name`` on the GPU, waited for; raises where it fails or computes
+    a wrong result. torch adds 1 to a one-element tensor; Triton launches the ladder's one-argument kernel
+    (building its launcher); JAX runs a jitted add of 1."""
+    if name == TORCH:
+        result = imported.ones(1, device="cuda") + 1
+        imported.cuda.synchronize()
+        value = float(result.item())
+    elif name == TRITON:
+        torch = module(TORCH)
+        kernel = ladder_kernels(imported)[1]
+        kernel[(1,)](torch.zeros(1, device="cuda"))
+        torch.cuda.synchronize()
+        return  # the kernel writes nothing: that it built, launched and finished is the check
+    else:
+        import numpy as np
+
+        ones = imported.device_put(np.ones(1, dtype=np.float32), imported.devices("gpu")[0])
+        value = float(np.asarray(imported.jit(lambda x: x + 1)(ones).block_until_ready())[0])
+    if value != 2.0:
+        raise RuntimeError(f"1 + 1 computed as {value}")
 
 
 def to_numpy(array: Any) -> Any:

@@ -83,7 +83,8 @@ _FINGERPRINT_KEY = b"launchbench machine fingerprint"
 FRAMEWORKS = ("torch", "triton", "jax")
 
 #: The variable a command sets to the checkout's commit where the tree has no ``.git`` (the GPU machine gets
-#: a copy of the working tree without it): ``git describe --always --dirty --abbrev=40`` of the checkout.
+#: a copy of the working tree without it): ``git rev-parse HEAD`` of the checkout, ``-dirty`` after it where
+#: the tree had changes (``tools/gpu_command.py`` prints the command with it filled in).
 COMMIT_VARIABLE = "LAUNCHBENCH_COMMIT"
 #: pytest-benchmark's ``commit_info["id"]`` where git could not say: no ``.git`` ("unversioned"), git
 #: missing or failing ("unknown").
@@ -317,8 +318,9 @@ def environment_commit(environ: Mapping[str, str] = os.environ) -> dict[str, obj
     match = _COMMIT.fullmatch(value)
     if match is None:
         raise ValueError(
-            f"{COMMIT_VARIABLE}={value!r} is not a commit: give `git describe --always --dirty --abbrev=40` "
-            "of the checkout (7 to 40 hex digits, then -dirty where the tree has changes)"
+            f"{COMMIT_VARIABLE}={value!r} is not a commit: give `git rev-parse HEAD` of the checkout (7 to "
+            "40 hex digits, then -dirty where the tree has changes), as `python tools/gpu_command.py` "
+            "prints it"
         )
     return {"id": match["id"], "dirty": match["dirty"] is not None, "id_from": COMMIT_VARIABLE}
 

@@ -21,8 +21,9 @@ stream, which Triton launches on too). JAX exposes no events on its stream: its 
 
 ``framework_step``: ``decode_frameworks.decode_logits`` on Llama-3.2-1B in FP16, ctx and token of the CuPy
 step, on the very weights and cache CuPy draws (``decode_cuda.random_weights_cuda``, shared through DLPack,
-no copy), checked against the same float32 reference (``reference_logits_fp32``) with the same tolerance
-before it is timed, the cache position it writes poisoned with NaN first.
+no copy), checked against the same float32 reference (``reference_logits_fp32``) before it is timed, within
+``FRAMEWORK_STEP_TOLERANCE`` (an all-FP16 step's, set from its emulation at this size), the cache position it
+writes poisoned with NaN first.
 
 Every case skips with the reason where its framework or a CUDA device is missing
 (``benchmarks/frameworks.py``; the decode cases also need CuPy, ``benchmarks/cuda.py``); frameworks are
@@ -48,7 +49,7 @@ from benchmarks.decode_frameworks import decode_logits, step_arrays, step_bytes,
 from benchmarks.decode_numpy import reference_error
 from benchmarks.records import record
 from benchmarks.run_notes import record_fact
-from benchmarks.test_decode_step import CTX, FP16_PLAN_TOLERANCE, GPU_REFERENCE_TOLERANCE, TOKEN
+from benchmarks.test_decode_step import CTX, FP16_PLAN_TOLERANCE, TOKEN
 from benchmarks.triton_kernels import ladder_args, ladder_kernels
 from model.llm import LLAMA32_1B
 
@@ -63,6 +64,15 @@ WARMUP_CALLS = 3
 #: Host-timed rounds and CUDA-event rounds per case, full and ``--quick``.
 ROUNDS, QUICK_ROUNDS = 50, 10
 EVENT_ROUNDS, QUICK_EVENT_ROUNDS = 20, 5
+#: The torch FP16 step's logits lie within this fraction of their RMS of the float32 reference. It keeps
+#: every activation in FP16, where ``decode.cu`` keeps its running sums in FP32 (``GPU_REFERENCE_TOLERANCE``,
+#: 3e-2), so its own error is larger. Emulated at the real size (Llama-3.2-1B, ctx 1,024:
+#: ``benchmarks/fp16_emulation.py``; ``python tools/fp16_step_error.py --seeds 16``): 0.021-0.028 × RMS,
+#: 0.022-0.034 with every product's split-K partial sums rounded to FP16 (4 of 16 seeds above 3e-2), JAX's
+#: own FP16 step on the CPU 0.023-0.031; a step without its KV write 0.43-1.23. 0.1 is 2.97 × the largest
+#: correct error and 4.3 × below the smallest defect (``tests/test_framework_step_fp16.py`` holds ≥ 2 and
+#: ≥ 4 on three seeds).
+FRAMEWORK_STEP_TOLERANCE = 0.1
 
 Submit = Callable[[], Any]
 
@@ -328,9 +338,9 @@ def test_torch_decode_step(
             f"gpu.framework_step.reference_error.torch.{mode}",
             error if math.isfinite(error) else "non-finite logits",  # the saved JSON stays strict JSON
         )
-        assert error <= GPU_REFERENCE_TOLERANCE, (
+        assert error <= FRAMEWORK_STEP_TOLERANCE, (
             f"torch {mode} step: logits differ from the float32 reference by {error:.3g} × their RMS "
-            f"(tolerance {GPU_REFERENCE_TOLERANCE}); not timed"
+            f"(tolerance {FRAMEWORK_STEP_TOLERANCE}); not timed"
         )
         gpu_time_s = time_torch(benchmark, request, torch, submit)
         after = reference_error(frameworks.to_numpy(outputs[0]), logits.astype(np.float64))

@@ -13,14 +13,17 @@ which is why they are written out here rather than generated.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 #: Argument counts of the ladder (``benchmarks.cuda_timing.LADDER_ARGS``, kept equal by a test).
 TRITON_LADDER_ARGS = (0, 1, 4, 8, 13)
 
 
+@functools.cache
 def ladder_kernels(triton: Any) -> dict[int, Any]:
-    """The empty Triton kernels by parameter count (``TRITON_LADDER_ARGS``), jitted, not yet compiled."""
+    """The empty Triton kernels by parameter count (``TRITON_LADDER_ARGS``), jitted (once per ``triton``
+    module: the readiness check's first launch compiles one that the ladder then reuses)."""
     jit = triton.jit
 
     @jit

@@ -15,7 +15,7 @@ from types import ModuleType, SimpleNamespace
 import numpy as np
 import pytest
 
-from benchmarks import frameworks
+from benchmarks import frameworks, triton_build
 from benchmarks.cuda_timing import LADDER_ARGS
 from benchmarks.records import coordinates
 from benchmarks.test_framework_calls import (
@@ -56,6 +56,149 @@ def test_a_missing_framework_gives_one_reason_naming_its_extra(
     assert frameworks.gpu_reason("triton") == reason, "Triton's cases need torch first"
     with pytest.raises(RuntimeError, match="torch is not installed"):
         frameworks.module("torch")
+
+
+class _Tensor:
+    """A one-element stand-in tensor: ``+`` adds on the host, ``item`` reads it."""
+
+    def __init__(self, value: float) -> None:
+        self.value = value
+
+    def __add__(self, other: float) -> _Tensor:
+        return _Tensor(self.value + other)
+
+    def item(self) -> float:
+        return self.value
+
+
+def _fake_torch(monkeypatch: pytest.MonkeyPatch, launch: object = None) -> list[str]:
+    """A torch that sees a device; ``launch`` (an exception) makes its first kernel fail. Returns its log."""
+    log: list[str] = []
+    fake = ModuleType("torch")
+    fake.__version__ = "9.9"
+
+    def ones(n: int, device: str) -> _Tensor:
+        log.append(f"ones {device}")
+        if launch is not None:
+            raise launch
+        return _Tensor(1.0)
+
+    fake.ones = ones
+    fake.zeros = lambda n, device: log.append(f"zeros {device}") or _Tensor(0.0)
+    fake.cuda = SimpleNamespace(is_available=lambda: True, synchronize=lambda: log.append("synchronize"))
+    monkeypatch.setitem(sys.modules, "torch", fake)
+    return log
+
+
+def test_torch_is_ready_only_after_a_first_launch_that_computes_right(
+    fresh_probes: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log = _fake_torch(monkeypatch)
+    assert frameworks.gpu_reason("torch") is None
+    assert log == ["ones cuda", "synchronize"], "one kernel, waited for"
+
+
+def test_torch_whose_first_launch_fails_skips_with_the_error_on_one_line(
+    fresh_probes: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _fake_torch(monkeypatch, RuntimeError("CUDA error: no kernel image is available\nfor execution"))
+    assert frameworks.gpu_reason("torch") == (
+        "torch 9.9 failed its first launch: RuntimeError: CUDA error: no kernel image is available for "
+        "execution"
+    )
+    assert frameworks.gpu_reason("triton") == frameworks.gpu_reason("torch"), "Triton launches through torch"
+
+
+def _fake_triton(monkeypatch: pytest.MonkeyPatch, launch: object = None) -> list[tuple]:
+    """A triton whose jitted kernels record their launches (``launch``: an exception they raise)."""
+    launches: list[tuple] = []
+    fake = ModuleType("triton")
+    fake.__version__ = "3.6.0"
+
+    class Jitted:
+        def __init__(self, function: object) -> None:
+            self.function = function
+
+        def __getitem__(self, grid: tuple) -> object:
+            def run(*args: object) -> None:
+                launches.append((self.function.__name__, grid, len(args)))
+                if launch is not None:
+                    raise launch
+
+            return run
+
+    fake.jit = Jitted
+    monkeypatch.setitem(sys.modules, "triton", fake)
+    return launches
+
+
+FOUND = triton_build.BuildTools(
+    "/usr/bin/gcc", "gcc on PATH", Path("/inc/Python.h"), "/inc", Path("/lib/x"), "x"
+)
+
+
+def test_triton_is_ready_after_building_and_launching_one_kernel(
+    fresh_probes: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _fake_torch(monkeypatch)
+    launches = _fake_triton(monkeypatch)
+    monkeypatch.setattr(triton_build, "find_build_tools", lambda: FOUND)
+    assert frameworks.gpu_reason("triton") is None
+    assert launches == [("empty_args_1", (1,), 1)]
+
+
+def test_triton_without_a_c_compiler_headers_or_libcuda_skips_naming_each(
+    fresh_probes: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _fake_torch(monkeypatch)
+    launches = _fake_triton(monkeypatch)
+    nothing = triton_build.BuildTools(
+        None, "CC unset, no gcc or clang on PATH", None, "/inc", None, "nowhere"
+    )
+    monkeypatch.setattr(triton_build, "find_build_tools", lambda: nothing)
+    assert frameworks.gpu_reason("triton") == (
+        "Triton cannot build its CUDA launcher: no C compiler (CC unset, no gcc or clang on PATH); "
+        "no Python.h in /inc (Python's development headers); no libcuda.so.1 found (nowhere)"
+    )
+    assert launches == [], "nothing launched"
+
+
+def test_triton_whose_first_launch_fails_skips_with_the_reason(
+    fresh_probes: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _fake_torch(monkeypatch)
+    _fake_triton(monkeypatch, AssertionError("libcuda.so cannot found!\nPlease make sure GPU is set up"))
+    monkeypatch.setattr(triton_build, "find_build_tools", lambda: FOUND)
+    assert frameworks.gpu_reason("triton") == (
+        "triton 3.6.0 failed its first launch: AssertionError: libcuda.so cannot found! Please make sure GPU "
+        "is set up"
+    )
+
+
+def _fake_jax(monkeypatch: pytest.MonkeyPatch, add: float) -> None:
+    fake = ModuleType("jax")
+    fake.__version__ = "0.0"
+    fake.devices = lambda backend: ["gpu:0"]
+    fake.device_put = lambda array, device: array
+    ready = SimpleNamespace(block_until_ready=lambda: np.ones(1) + add)
+    fake.jit = lambda function: lambda x: ready
+    monkeypatch.setitem(sys.modules, "jax", fake)
+
+
+def test_jax_is_ready_after_a_jitted_add_on_its_gpu(
+    fresh_probes: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _fake_jax(monkeypatch, add=1.0)
+    assert frameworks.gpu_reason("jax") is None
+
+
+def test_jax_whose_first_result_is_wrong_skips_saying_so(
+    fresh_probes: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _fake_jax(monkeypatch, add=0.0)
+    assert (
+        frameworks.gpu_reason("jax") == "jax 0.0 failed its first launch: RuntimeError: 1 + 1 computed as 1.0"
+    )
 
 
 def test_torch_without_a_device_skips_its_gpu_cases(
@@ -286,7 +429,10 @@ def test_gpu_arrays_come_through_dlpack_and_numpy_ones_by_copy() -> None:
 
 def test_the_triton_ladder_has_cupys_argument_counts_and_never_passes_a_1() -> None:
     assert TRITON_LADDER_ARGS == LADDER_ARGS
-    kernels = ladder_kernels(SimpleNamespace(jit=lambda function: function))
+    fake_triton = ModuleType("triton")
+    fake_triton.jit = lambda function: function
+    kernels = ladder_kernels(fake_triton)
+    assert ladder_kernels(fake_triton) is kernels, "made once per module: the probe's compile is reused"
     for n_args, kernel in kernels.items():
         assert len(inspect.signature(kernel).parameters) == n_args
         args = ladder_args(n_args, "pointer")

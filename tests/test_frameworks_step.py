@@ -28,8 +28,8 @@ from benchmarks.decode_numpy import (
     reference_error,
     reference_logits,
 )
-from benchmarks.test_decode_step import GPU_REFERENCE_TOLERANCE
 from benchmarks.test_framework_calls import poison_position, step_call
+from benchmarks.test_framework_gpu import FRAMEWORK_STEP_TOLERANCE
 
 CFG = dataclasses.replace(
     TINY_LLAMA_4L,
@@ -106,7 +106,7 @@ def test_the_fp16_step_of_the_gpu_case_stays_within_the_gpu_tolerance(model: tup
     assert arrays.layers[0].wqkv.dtype == np.float16 and arrays.cos.dtype == np.float16
     logits = decode_logits(ops, CFG, arrays, TOKEN, CTX - 1)
     assert logits.dtype == np.float16
-    assert 1e-4 < reference_error(logits, reference) <= GPU_REFERENCE_TOLERANCE  # rounded, yet close
+    assert 1e-4 < reference_error(logits, reference) <= FRAMEWORK_STEP_TOLERANCE  # rounded, yet close
 
 
 def test_step_bytes_are_the_numpy_steps_bytes(model: tuple) -> None:

@@ -2,17 +2,20 @@
 so a shell error, a step that runs when it must not, or a check that crashes instead of saying why must be
 caught here. The script runs whole, with CuPy hidden (every step after the first says why it did not run)
 and with ``tests/fake_gpu``'s GPU that fails after the probe (its correctness tests fail, so nothing is
-benchmarked), as the GPU machine will run it: a copy of the tree without ``.git``, no git, no orjson, the
+benchmarked), as the GPU machine will run it: a copy of the tree without ``.git``, no git, no orjson, a HOME
+no one can write into (a file: the fake GPU's compile needs CuPy's kernel cache folder, as CuPy's does), the
 commit passed in ``LAUNCHBENCH_COMMIT``; and as a dry run, every step whatever the one before did, so the
-bench step and the read-back run there too. Its read-back, ``.ci/gpu_check.py``, runs on a real CPU run and
-on a SYNTHETIC GPU run built here (tests/test_report.py's made-up GPU, never saved as data), intact and with
-planted defects."""
+benchmark steps and the read-back run there too. What it refuses before its first step (a bad PYTHON, OUT or
+commit) is refused in one line, and nothing of a user's is removed. Its read-back, ``.ci/gpu_check.py``, runs
+on a real CPU run and on a SYNTHETIC GPU run built here (tests/test_report.py's made-up GPU, never saved as
+data), intact and with planted defects."""
 
 from __future__ import annotations
 
 import copy
 import importlib.metadata
 import json
+import os
 import re
 import runpy
 import shutil
@@ -35,11 +38,11 @@ from tests.test_report import synthetic_gpu_run
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / ".ci" / "gpu-run"
 CHECK = ROOT / ".ci" / "gpu_check.py"
-NOT_BENCHMARKED = (
-    "bench not run: the GPU correctness tests did not pass (see status.txt): no benchmark of a GPU whose "
-    "results are wrong"
-)
-NO_LADDER = "frameworks not run: the GPU correctness tests did not pass (see status.txt)"
+STEPS = ("environment", "gpu-tests", "gpu-bench", "frameworks", "cpu-bench", "gpu-check")
+NOT_TESTED = "the GPU correctness tests did not pass (see status.txt)"
+NOT_BENCHMARKED = f"gpu-bench not run: {NOT_TESTED}: no benchmark of a GPU whose results are wrong"
+NO_LADDER = f"frameworks not run: {NOT_TESTED}"
+NO_CPU_CASES = f"cpu-bench not run: {NOT_TESTED}"
 #: The commit the image-like runs are told they measure (made up: the copy has no .git to ask).
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
 #: What the copy of the tree leaves out, as the GPU machine's copy does (.git) or as .gitignore does.
@@ -49,8 +52,17 @@ NOT_COPIED += (".ruff_cache", "gpu-run-out", "build")
 DRY_RUN = ("--dry-run", "--quick", "-k", "spin or test_copy")
 
 
+def _limits() -> dict[str, int]:
+    """The script's LIMIT table: step -> seconds."""
+    text = SCRIPT.read_text(encoding="utf-8")
+    match = re.search(r"^declare -A LIMIT=\((.*)\)$", text, re.MULTILINE)
+    assert match, f"{SCRIPT}: no LIMIT table"
+    return {name: int(seconds) for name, seconds in re.findall(r"\[([\w-]+)\]=(\d+)", match.group(1))}
+
+
 def _header(dry_run: str = "no", options: str = "none") -> str:
-    return f"gpu-run: step limits 480 s of 480 s; dry run: {dry_run}; options: {options}"
+    total = sum(_limits().values())
+    return f"gpu-run: step limits {total} s of 480 s; dry run: {dry_run}; options: {options}"
 
 
 def _status(out: Path) -> list[str]:
@@ -69,10 +81,10 @@ def _run_script(out: Path, pythonpath: Path) -> tuple[subprocess.CompletedProces
 @pytest.fixture(scope="module")
 def image(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The GPU machine's copy of the tree, without ``.git`` (``tree``), a folder whose ``orjson`` cannot be
-    imported (``image``: the GPU image has none) and a ``git`` that fails as a missing command does
-    (``bin``). Made once for the module's runs: the GPU machine too keeps a copy's ignored outputs (Python's
-    bytecode caches) from one call to the next, and no run writes anything else into the tree (their
-    outputs go to $OUT and a temporary folder)."""
+    imported (``image``: the GPU image has none), a ``git`` that fails as a missing command does (``bin``)
+    and a HOME no one, root included, can write into (``home``: a file). Made once for the module's runs:
+    the GPU machine too keeps a copy's ignored outputs (Python's bytecode caches) from one call to the next,
+    and no run writes anything else into the tree (their outputs go to $OUT and a temporary folder)."""
     root = tmp_path_factory.mktemp("gpu-image")
     shutil.copytree(ROOT, root / "tree", ignore=shutil.ignore_patterns(*NOT_COPIED), symlinks=True)
     hidden = root / "image" / "orjson"
@@ -84,35 +96,49 @@ def image(tmp_path_factory: pytest.TempPathFactory) -> Path:
     tools.mkdir()
     (tools / "git").write_text("#!/bin/sh\necho 'git: not on this machine' >&2\nexit 127\n", encoding="utf-8")
     (tools / "git").chmod(0o755)
+    (root / "home").write_text("a HOME that is a file: nothing can be made under it\n", encoding="utf-8")
     return root
 
 
+def _image_environment(image: Path, tmp_path: Path, **changes: str | None) -> dict[str, str]:
+    """The GPU machine's environment for a run in ``image`` on the fake GPU, its $OUT and TMPDIR in
+    ``tmp_path``; ``changes`` set (or, None, remove) variables."""
+    environment = {
+        "PATH": f"{image / 'bin'}:/usr/bin:/bin",
+        "HOME": str(image / "home"),
+        "LANG": "C.UTF-8",
+        "OUT": str(tmp_path / "out"),
+        "TMPDIR": str(tmp_path),
+        "PYTHON": sys.executable,
+        "PYTHONPATH": f"{FAKE_GPU_PATH}:{image / 'image'}",
+        "LAUNCHBENCH_COMMIT": f"{COMMIT}-dirty",
+    }
+    for name, value in changes.items():
+        if value is None:
+            environment.pop(name, None)
+        else:
+            environment[name] = value
+    return environment
+
+
 def _image_like(
-    image: Path, tmp_path: Path, *arguments: str
+    image: Path, tmp_path: Path, *arguments: str, **changes: str | None
 ) -> tuple[subprocess.CompletedProcess[str], Path]:
     """Run the script as the GPU machine will, on the fake GPU: in ``image``'s copy of the tree without
-    ``.git``, with ``git`` failing as a missing command does, orjson unimportable (the image has none) and the
-    commit in ``LAUNCHBENCH_COMMIT``; return it and its $OUT (in ``tmp_path``)."""
-    tree, hidden, tools = image / "tree", image / "image" / "orjson", image / "bin"
-    out = tmp_path / "out"
+    ``.git``, with ``git`` failing as a missing command does, orjson unimportable (the image has none), a
+    HOME no one can write into and the commit in ``LAUNCHBENCH_COMMIT``; return it and its $OUT (in
+    ``tmp_path``)."""
+    environment = _image_environment(image, tmp_path, **changes)
     done = subprocess.run(
-        ["bash", str(tree / ".ci" / "gpu-run"), *arguments],
-        cwd=tree,
-        env={
-            "PATH": f"{tools}:/usr/bin:/bin",
-            "HOME": str(tmp_path),
-            "LANG": "C.UTF-8",
-            "OUT": str(out),
-            "PYTHON": sys.executable,
-            "PYTHONPATH": f"{FAKE_GPU_PATH}:{hidden.parent}",
-            "LAUNCHBENCH_COMMIT": f"{COMMIT}-dirty",
-        },
+        ["bash", str(image / "tree" / ".ci" / "gpu-run"), *arguments],
+        cwd=image / "tree",
+        env=environment,
         capture_output=True,
         text=True,
         timeout=300,
         check=False,
     )
-    return done, out
+    return done, Path(environment["OUT"])
 
 
 def _listed_files(out: Path) -> list[str]:
@@ -128,21 +154,34 @@ def _listed_files(out: Path) -> list[str]:
     return named
 
 
+def _git(*arguments: str) -> str:
+    return subprocess.run(
+        ["git", *arguments], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.strip()
+
+
 def test_script_parses() -> None:
     done = subprocess.run(["bash", "-n", str(SCRIPT)], capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
 
 
 def test_step_limits_fit_one_call_with_room() -> None:
-    """The limits add up to at most 480 s: with SIGKILL 10 s after each, the script ends within 530 s, inside
+    """The limits add up to at most 480 s: with SIGKILL 10 s after each, the script ends within 540 s, inside
     one 600 s call of the GPU machine (docs/gpu.md, "The first window")."""
-    text = SCRIPT.read_text(encoding="utf-8")
-    match = re.search(r"^declare -A LIMIT=\((.*)\)$", text, re.MULTILINE)
-    assert match, f"{SCRIPT}: no LIMIT table"
-    limits = {name: int(seconds) for name, seconds in re.findall(r"\[([\w-]+)\]=(\d+)", match.group(1))}
-    assert set(limits) == {"environment", "gpu-tests", "bench", "frameworks", "gpu-check"}
-    assert sum(limits.values()) <= 480 and "BUDGET=480" in text
+    limits = _limits()
+    assert tuple(limits) == STEPS
+    assert sum(limits.values()) <= 480 and "BUDGET=480" in SCRIPT.read_text(encoding="utf-8")
     assert sum(limits.values()) + 10 * len(limits) + 10 <= 600 - 60
+
+
+def test_the_plan_names_each_step_its_limit_and_selection() -> None:
+    done = subprocess.run(["bash", str(SCRIPT), "--plan"], capture_output=True, text=True, check=True)
+    rows = [line.split("\t") for line in done.stdout.splitlines()]
+    assert [(row[0], int(row[1])) for row in rows] == list(_limits().items())
+    selections = {row[0]: row[2:] for row in rows}
+    assert selections["gpu-tests"] == ["-m", "gpu", "tests"]
+    assert selections["gpu-bench"][0] == "benchmarks/test_cuda_launch.py"
+    assert selections["environment"] == selections["gpu-check"] == []
 
 
 def test_without_cupy_no_step_after_the_first_runs_and_each_says_why(tmp_path: Path) -> None:
@@ -158,19 +197,23 @@ def test_without_cupy_no_step_after_the_first_runs_and_each_says_why(tmp_path: P
         "gpu-tests not run: CUDA is unusable (see environment.txt)",
         NOT_BENCHMARKED,
         NO_LADDER,
+        NO_CPU_CASES,
         f"gpu-check not run: no {out}/gpu-run.json to read back",
     ]
     environment = (out / "environment.txt").read_text(encoding="utf-8")
     assert "CUDA: CuPy is not installed" in environment
     assert "CUDA unusable: CuPy is not installed" in environment
+    dirty = "-dirty" if _git("status", "--porcelain") else ""
+    assert f"commit: {_git('rev-parse', 'HEAD')}{dirty} (git)" in environment, "a checkout: git says"
     assert _listed_files(out) == ["environment.txt", "status.txt"]
 
 
 def test_a_gpu_that_fails_its_correctness_tests_is_not_benchmarked_on_the_image(
     image: Path, tmp_path: Path
 ) -> None:
-    """As the GPU machine will run it (no .git, no git, no orjson): the GPU tests are collected (no module
-    fails to import for want of orjson), fail with the fake GPU's error, and nothing is benchmarked."""
+    """As the GPU machine will run it (no .git, no git, no orjson, no writable HOME): the probe compiles (its
+    cache is the script's), the GPU tests are collected (no module fails to import for want of orjson), fail
+    with the fake GPU's error, and nothing is benchmarked."""
     done, out = _image_like(image, tmp_path)
     assert done.returncode == 1, done.stdout + done.stderr
     assert _status(out) == [
@@ -179,6 +222,7 @@ def test_a_gpu_that_fails_its_correctness_tests_is_not_benchmarked_on_the_image(
         "gpu-tests rc=1 seconds=N",
         NOT_BENCHMARKED,
         NO_LADDER,
+        NO_CPU_CASES,
         f"gpu-check not run: no {out}/gpu-run.json to read back",
     ]
     log = (out / "gpu-tests.log").read_text(encoding="utf-8")
@@ -188,36 +232,55 @@ def test_a_gpu_that_fails_its_correctness_tests_is_not_benchmarked_on_the_image(
     assert _listed_files(out) == ["environment.txt", "gpu-tests.log", "status.txt"]
 
 
-def test_the_dry_run_on_the_image_runs_every_step_and_leaves_seven_files(image: Path, tmp_path: Path) -> None:
+def test_the_fake_gpu_cannot_compile_under_that_home_without_the_scripts_cache(image: Path) -> None:
+    """The control of the runs above: the same HOME, no ``CUPY_CACHE_DIR``, and the probe fails as CuPy's
+    would (its kernel cache under HOME cannot be made)."""
+    environment = {**os.environ, "HOME": str(image / "home"), "PYTHONPATH": f"{FAKE_GPU_PATH}:{ROOT}"}
+    environment.pop("CUPY_CACHE_DIR", None)
+    done = subprocess.run(
+        [sys.executable, "-c", "from benchmarks.cuda import unavailable_reason; print(unavailable_reason())"],
+        env=environment,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert (
+        "failed to compile, load and run a trivial kernel: OSError: CuPy's kernel cache cannot be written"
+        in (done.stdout)
+    )
+    assert f"{image / 'home'} is a file, not a folder" in done.stdout
+
+
+def test_the_dry_run_on_the_image_runs_every_step_and_leaves_its_files(image: Path, tmp_path: Path) -> None:
     """The whole script as the GPU machine will run it, on the fake GPU, every step run (``--dry-run``, a
-    quick selection): no orjson, no .git, no git; each step's limit, share and time printed; at most seven
-    files, each named in the run's listing; the commit passed in is the saved run's."""
+    quick selection): no orjson, no .git, no git, no writable HOME; every compile cache in one temporary
+    folder, removed at the end; each step's limit, share and time printed; at most seven files, each named in
+    the run's listing; the commit passed in is the saved run's."""
     done, out = _image_like(image, tmp_path, *DRY_RUN)
     assert done.returncode == 1, done.stdout + done.stderr
     assert _status(out) == [
         _header("yes", "--quick -k spin or test_copy"),
         "environment rc=0 seconds=N",
         "gpu-tests rc=1 seconds=N",
-        "bench runs although gpu-tests did not pass: dry run",
-        "bench rc=1 seconds=N",
+        "gpu-bench runs although gpu-tests did not pass: dry run",
+        "gpu-bench rc=1 seconds=N",  # every spin case fails on the fake GPU: nothing to save
         "frameworks runs although gpu-tests did not pass: dry run",
         "frameworks rc=5 seconds=N",  # pytest's "no test selected": the selection names no framework case
+        "cpu-bench runs although gpu-tests did not pass: dry run",
+        "cpu-bench rc=0 seconds=N",
+        "gpu-check reads back cpu-run.json, no gpu-run.json being saved: dry run",
         "gpu-check rc=1 seconds=N",
     ]
     table = re.findall(r"^(\S+) +(\d+)s +(\d+)% +(\d+)s$", done.stdout, re.MULTILINE)
-    assert [(name, limit, share) for name, limit, share, _ in table] == [
-        ("environment", "40", "8"),
-        ("gpu-tests", "90", "18"),
-        ("bench", "230", "47"),
-        ("frameworks", "90", "18"),
-        ("gpu-check", "30", "6"),
-        ("total", "480", "100"),
+    limits = _limits()
+    assert [(name, int(limit), int(share)) for name, limit, share, _ in table] == [
+        *((name, seconds, 100 * seconds // 480) for name, seconds in limits.items()),
+        ("total", sum(limits.values()), 100 * sum(limits.values()) // 480),
     ]
     assert _listed_files(out) == [
         "bench.log",
+        "cpu-run.json",
         "environment.txt",
-        "gpu-check.log",
-        "gpu-run.json",
         "gpu-tests.log",
         "status.txt",
     ]
@@ -225,36 +288,120 @@ def test_the_dry_run_on_the_image_runs_every_step_and_leaves_seven_files(image: 
     assert f"commit: {COMMIT}-dirty (LAUNCHBENCH_COMMIT; no git checkout here)" in environment
     assert "orjson: not importable (orjson is not in the GPU image)" in environment
     assert re.search(r"^torch(: not installed| \S+)$", environment, re.MULTILINE)
-    run = json.loads((out / "gpu-run.json").read_text(encoding="utf-8"))
+    for what in ("C compiler", "Python headers", "libcuda"):
+        assert re.search(rf"^{what}: \S", environment, re.MULTILINE), what
+    caches = dict(re.findall(r"^cache: (\w+)=(\S+)$", environment, re.MULTILINE))
+    assert {
+        "CUPY_CACHE_DIR",
+        "TRITON_CACHE_DIR",
+        "TORCHINDUCTOR_CACHE_DIR",
+        "JAX_COMPILATION_CACHE_DIR",
+    } <= set(caches)
+    (folder,) = {Path(path).relative_to(tmp_path).parts[0] for path in caches.values()}
+    assert folder.startswith("gpu-run.") and not (tmp_path / folder).exists(), (
+        "one folder, removed at the end"
+    )
+    run = json.loads((out / "cpu-run.json").read_text(encoding="utf-8"))
     commit = run["commit_info"]
     assert (commit["id"], commit["dirty"], commit["id_from"]) == (COMMIT, True, "LAUNCHBENCH_COMMIT")
     assert set(run["machine_info"]["launchbench"]["frameworks"]) == {"torch", "triton", "jax"}
     assert any(case["extra_info"].get("case") == "host_bandwidth" for case in run["benchmarks"]), (
         "the CPU case ran"
     )
-    check = (out / "gpu-check.log").read_text(encoding="utf-8")
+    bench = (out / "bench.log").read_text(encoding="utf-8")
+    check = bench[bench.index("=== gpu-check") :]
     assert "host bandwidth (STREAM)" in check, "the read-back's summary: analysis imported without orjson"
     assert "fits not computed" not in check and "no GPU cases" in check
-    for log in ("gpu-tests.log", "bench.log", "gpu-check.log"):
+    for log in ("gpu-tests.log", "bench.log"):
         assert "orjson" not in (out / log).read_text(encoding="utf-8"), log
 
 
 @pytest.mark.parametrize(
-    ("arguments", "environment", "message"),
+    ("arguments", "environment", "message", "lines"),
     [
-        (["--fast"], {}, "gpu-run: unknown argument '--fast'"),
-        (["-k"], {}, "usage: OUT=DIR"),
-        ([], {"LAUNCHBENCH_COMMIT": "main"}, "gpu-run: LAUNCHBENCH_COMMIT='main' is not a commit"),
+        (["--fast"], {}, "gpu-run: unknown argument '--fast'", 2),  # then the usage
+        (["-k"], {}, "usage: OUT=DIR", 1),
+        ([], {"LAUNCHBENCH_COMMIT": "main"}, "gpu-run: LAUNCHBENCH_COMMIT='main' is not a commit", 1),
+        ([], {"PYTHON": "/bin/false"}, "gpu-run: PYTHON=/bin/false cannot run the steps", 1),
+        ([], {"PYTHON": "no-such-python"}, "gpu-run: PYTHON=no-such-python cannot run the steps", 1),
+        (
+            [],
+            {"PYTHON": "/bin/true"},
+            "gpu-run: PYTHON=/bin/true is not a Python: it exits 0 but does not",
+            1,
+        ),
     ],
 )
 def test_the_script_refuses_bad_input_in_one_line(
-    tmp_path: Path, arguments: list[str], environment: dict[str, str], message: str
+    tmp_path: Path, arguments: list[str], environment: dict[str, str], message: str, lines: int
 ) -> None:
     out = tmp_path / "out"
-    done = run_in_root(["bash", str(SCRIPT), *arguments], OUT=str(out), PYTHON=sys.executable, **environment)
+    options = {"PYTHON": sys.executable, **environment}
+    done = run_in_root(["bash", str(SCRIPT), *arguments], OUT=str(out), **options)
     assert done.returncode == 2
     assert done.stderr.startswith(message) and "Traceback" not in done.stderr, done.stderr
+    assert len(done.stderr.splitlines()) == lines, done.stderr
     assert not out.exists(), "nothing runs"
+
+
+def test_python_false_says_so_in_one_line_before_any_step(tmp_path: Path) -> None:
+    done = run_in_root(["bash", str(SCRIPT)], OUT=str(tmp_path / "out"), PYTHON="/bin/false")
+    assert done.stderr == (
+        "gpu-run: PYTHON=/bin/false cannot run the steps (Python >= 3.10 with numpy, pytest and "
+        "pytest-benchmark): exit code 1, no output\n"
+    )
+    assert done.stdout == ""
+
+
+def test_a_tree_without_git_and_without_a_commit_is_refused(image: Path, tmp_path: Path) -> None:
+    done, out = _image_like(image, tmp_path, LAUNCHBENCH_COMMIT=None)
+    assert done.returncode == 2
+    assert done.stderr == (
+        "gpu-run: no .git here to say which commit this tree is, and no LAUNCHBENCH_COMMIT: run "
+        "`python tools/gpu_command.py` in the checkout and use the command it prints\n"
+    )
+    assert not out.exists(), "nothing runs"
+
+
+def _refused(tmp_path: Path, out: Path) -> str:
+    """The script's one line for ``out`` (its exit code 2 checked, nothing else printed)."""
+    done = run_in_root(["bash", str(SCRIPT)], OUT=str(out), PYTHON=sys.executable)
+    assert done.returncode == 2 and len(done.stderr.splitlines()) == 1 and not done.stdout, done.stderr
+    return done.stderr.rstrip("\n")
+
+
+def test_an_out_that_is_a_file_or_cannot_be_made_is_refused(tmp_path: Path) -> None:
+    a_file = tmp_path / "out.txt"
+    a_file.write_text("mine\n", encoding="utf-8")
+    assert _refused(tmp_path, a_file) == f"gpu-run: OUT={a_file} is not a folder"
+    below = a_file / "out"
+    assert _refused(tmp_path, below).startswith(f"gpu-run: OUT={below} cannot be made: mkdir:")
+    assert a_file.read_text(encoding="utf-8") == "mine\n"
+
+
+def test_a_users_files_in_out_are_never_removed(tmp_path: Path) -> None:
+    """An OUT holding files (a user's status.txt and bench.log, named as the run's own) is refused before
+    any step, and every file stays as it was."""
+    out = tmp_path / "out"
+    out.mkdir()
+    mine = {"status.txt": "my notes\n", "bench.log": "my log\n"}
+    for name, text in mine.items():
+        (out / name).write_text(text, encoding="utf-8")
+    assert _refused(tmp_path, out) == (
+        f"gpu-run: OUT={out} already holds 2 file(s) (bench.log status.txt ...): give an empty or new "
+        "folder; the run removes and overwrites nothing"
+    )
+    assert {path.name: path.read_text(encoding="utf-8") for path in out.iterdir()} == mine
+
+
+@pytest.mark.skipif(
+    os.geteuid() == 0, reason="root writes into a read-only folder: no read-only OUT for root"
+)
+def test_a_read_only_out_is_refused(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    out.mkdir(mode=0o555)
+    assert _refused(tmp_path, out).startswith(f"gpu-run: OUT={out} cannot be written: mktemp:")
+    assert list(out.iterdir()) == []
 
 
 @pytest.mark.parametrize(

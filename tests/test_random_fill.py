@@ -122,3 +122,32 @@ def test_the_decode_inputs_are_the_numbers_one_thread_draws(split_everything: No
     pairs += list(zip(got[1].keys + got[1].values, expected[1].keys + expected[1].values, strict=True))
     for array, array_expected in pairs:
         assert array.dtype == np.float32 and np.array_equal(array, array_expected)
+
+
+@pytest.mark.parametrize("n", SIZES)
+def test_a_converted_draw_is_the_float32_draw_rounded_chunk_by_chunk(
+    split_everything: None, monkeypatch: pytest.MonkeyPatch, n: int
+) -> None:
+    """FP16 drawn through a small reused buffer (chunks of 1,000: several, the last one short) holds the
+    float32 draw of the same generator, scaled and rounded, and leaves the generator where that draw does."""
+    monkeypatch.setattr(random_fill, "CONVERT_CHUNK_ELEMENTS", 1_000)
+    serial, chunked = _generators(1)
+    expected = (serial.random(n, dtype=np.float32) * np.float32(3)).astype(np.float16)
+
+    def triple(values: np.ndarray) -> None:
+        values *= np.float32(3)
+
+    got = random_fill.random_into_converted(chunked, np.empty(n, dtype=np.float16), triple)
+    assert got.dtype == np.float16 and np.array_equal(got, expected)
+    assert chunked.bit_generator.state == serial.bit_generator.state
+    with pytest.raises(ValueError, match="out must be C-contiguous"):
+        random_fill.random_into_converted(chunked, np.empty((4, 4), dtype=np.float16)[:, ::2])
+
+
+def test_fp16_decode_inputs_are_the_float32_ones_rounded() -> None:
+    cfg = dataclasses.replace(TINY_LLAMA_4L, name="tiny-test", d_model=64, d_ff=128, vocab=500)
+    single = draw_weights(cfg, uniform_draw(np, 5, np.float32))
+    half = draw_weights(cfg, uniform_draw(np, 5, np.float16))
+    assert half.embedding.dtype == np.float16
+    assert np.array_equal(half.embedding, single.embedding.astype(np.float16))
+    assert np.array_equal(half.layers[-1].wd, single.layers[-1].wd.astype(np.float16))

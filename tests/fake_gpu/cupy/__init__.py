@@ -8,10 +8,14 @@ saved run with the CPU results in it. ``FAILURE`` is the message every failing c
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
+
+from benchmarks.outputs import folder_problem
 
 __version__ = "0.0.0-fake-gpu-after-probe"
 FAILURE = "cudaErrorLaunchFailure: unspecified launch failure (fake GPU: fails every call after the probe)"
@@ -50,7 +54,8 @@ def zeros(shape: Any, dtype: Any = None) -> Any:
 
 
 class RawModule:
-    """Compiles anything; its functions write 42, as the probe's kernel does, into a ``_ProbeArray``."""
+    """Compiles anything (where CuPy's kernel cache can be written); its functions write 42, as the probe's
+    kernel does, into a ``_ProbeArray``."""
 
     def __init__(self, code: str = "", options: tuple[str, ...] = (), **kwargs: Any) -> None:
         self.code = code
@@ -60,12 +65,26 @@ class RawModule:
         _fail()
 
     def get_function(self, name: str) -> Any:
+        """Compiling writes the kernel into CuPy's cache folder: it fails, as CuPy's does, where that
+        folder cannot be made (``_kernel_cache_problem``)."""
+        problem = _kernel_cache_problem()
+        if problem is not None:
+            raise OSError(problem)
+
         def launch(grid: Any, block: Any, args: tuple[Any, ...], **kwargs: Any) -> None:
             if not isinstance(args[0], _ProbeArray):
                 _fail()
             args[0].value[0] = 42
 
         return launch
+
+
+def _kernel_cache_problem() -> str | None:
+    """Why CuPy could not write its compiled kernels (``CUPY_CACHE_DIR``, else ``~/.cupy/kernel_cache``, as
+    ``cupy.cuda.compiler.get_cache_dir``), checked without writing anything; None when it could."""
+    folder = Path(os.environ.get("CUPY_CACHE_DIR") or Path("~/.cupy/kernel_cache").expanduser())
+    problem = folder_problem(folder)
+    return None if problem is None else f"CuPy's kernel cache cannot be written: {problem}"
 
 
 def __getattr__(name: str) -> Any:  # every other cupy.<name> is a failing call
