@@ -227,7 +227,6 @@ def _add_paths(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--cache",
-        type=Path,
         default=None,
         metavar="DIR",
         help="the cache of parsed runs, so that each saved file is parsed once (Parquet; needs pyarrow, "
@@ -390,8 +389,20 @@ def _loaded(args: argparse.Namespace, *modules: str, facts: Sequence[str] = ()) 
 
 
 def _cache(args: argparse.Namespace) -> Path | None:
-    """The folder of the cache of parsed runs (``analysis.cache``), None with --no-cache."""
-    return None if args.no_cache else args.cache or default_folder()
+    """The folder of the cache of parsed runs (``analysis.cache``), None with --no-cache or when it must not
+    be used (``analysis.cache.command_folder``: a ``--cache`` that names none or lies in a run storage is
+    ``CLIError``; the default or ``$LAUNCHBENCH_CACHE``, one warning line)."""
+    from analysis.cache import command_folder
+
+    if args.no_cache:
+        return None
+    if not hasattr(args, "cache_folder"):
+        args.cache_folder, problem = command_folder(args.cache, args.paths)
+        if problem and args.cache is not None:
+            raise CLIError(problem)
+        if problem:
+            _say(f"{_PROG}: warning: {problem}", sys.stderr)
+    return args.cache_folder
 
 
 def _memo(args: argparse.Namespace) -> Memo | None:
