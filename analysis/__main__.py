@@ -509,9 +509,8 @@ def _compare(args: argparse.Namespace) -> int:
         if args.by in CASE_GROUPINGS:  # launchbench's framework cases: another suite's runs have none
             for problem in loaded.problems:
                 _say(f"{_PROG}: warning: {problem}", sys.stderr)
-            raise CLIError(
-                f"--by {args.by}: no launchbench run with {args.by} cases in {', '.join(args.paths)}"
-            )
+            paths = ", ".join(map(str, args.paths))
+            raise CLIError(f"--by {args.by}: no launchbench run with {args.by} cases in {paths}")
         return _compare_cases(args, fact)
     from analysis.compare import compared_table, group_notes, point_columns, point_table
     from analysis.fits import fit_all
