@@ -111,7 +111,10 @@ class Memo:
         if not self._usable():
             return False, None
         try:
-            value = loads(unseal(read_regular(path)))
+            kept = loads(unseal(read_regular(path)))
+            if type(kept) is not tuple or len(kept) != 2 or kept[0] != key:
+                raise ValueError("it holds no result of its key")
+            value = kept[1]
             os.utime(path)  # recently used: kept longest when the folder is trimmed
         except FileNotFoundError:
             return False, None
@@ -127,7 +130,7 @@ class Memo:
         """Keep ``value`` under ``key`` (written aside: a command running at the same time never reads half
         a result); a value ``analysis.sealed`` cannot hold is not kept."""
         try:
-            data = seal(dumps(value))
+            data = seal(dumps((key, value)))  # the key too: a file copied under another key is not served
         except TypeError:
             return
         with contextlib.suppress(OSError):

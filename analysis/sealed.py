@@ -223,15 +223,15 @@ def _values(array: object) -> dict:
     import pandas as pd
 
     dtype = array.dtype
+    if isinstance(dtype, pd.StringDtype):  # before numpy's: Python-stored texts are a NumpyExtensionArray too
+        texts = [item if type(item) is str else None for item in array]
+        return {"T": [dtype.storage, "NA" if dtype.na_value is pd.NA else "nan", _tagged(texts)]}
     if isinstance(array, pd.arrays.NumpyExtensionArray):
         return _array(array.to_numpy())
     if isinstance(dtype, np.dtype):  # datetime64/timedelta64 arrays without a zone
         return _array(np.asarray(array))
     if isinstance(array, pd.Categorical):
         return {"C": [_index(array.categories), _array(array.codes), bool(array.ordered)]}
-    if isinstance(dtype, pd.StringDtype):
-        texts = [item if type(item) is str else None for item in array]
-        return {"T": [dtype.storage, "NA" if dtype.na_value is pd.NA else "nan", _tagged(texts)]}
     if isinstance(dtype, pd.DatetimeTZDtype):
         return {"Z": [str(dtype.tz), dtype.unit, _array(array.asi8)]}
     if str(dtype) in _MASKED:
