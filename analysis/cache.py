@@ -51,8 +51,6 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from analysis.sealed import Damaged, dumps, loads, read_regular, seal, unseal
-
 #: Bumped when what a cached file's entry means changes; the loader's source is hashed in beside it.
 LOADER_VERSION = 3
 
@@ -229,6 +227,8 @@ class RunCache:
             import pyarrow as pa
             import pyarrow.parquet as pq
 
+            from analysis.sealed import Damaged, read_regular
+
             path = self.folder / f"{segment}{_ROWS}"
             size, digest = self._rows_seals[segment]
             try:
@@ -264,6 +264,8 @@ class RunCache:
             return
         import pyarrow as pa
         import pyarrow.parquet as pq
+
+        from analysis.sealed import dumps, seal
 
         name = f"{now_ns:020d}-{uuid.uuid4().hex[:12]}"
         rows_path = self.folder / f"{name}{_ROWS}"
@@ -313,6 +315,8 @@ class RunCache:
 
     def _entries(self, segment: str) -> list[tuple[Key, Entry]]:
         """The entries of ``segment``'s index (``_index``), after its seal is checked."""
+        from analysis.sealed import loads, read_regular, unseal
+
         index = loads(unseal(read_regular(self.folder / f"{segment}{_INDEX}")))
         if type(index) is not dict or index.get("version") != LOADER_VERSION:
             raise ValueError("not an index of this version")
@@ -547,6 +551,8 @@ def _encode(values: object) -> tuple[object, str]:
     import numpy as np
     import pyarrow as pa
 
+    from analysis.sealed import dumps
+
     def is_samples(value: object) -> bool:
         return value is None or (isinstance(value, np.ndarray) and value.dtype == float and value.ndim == 1)
 
@@ -580,6 +586,8 @@ def _decode(column: object, kind: str) -> object:
     arrays, other values decoded once per distinct value (a fleet's 4·10⁶ rows repeat a few)."""
     import numpy as np
     import pyarrow as pa
+
+    from analysis.sealed import loads
 
     array = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
     if kind == _NUMBERS:
