@@ -390,14 +390,14 @@ def _loaded(args: argparse.Namespace, *modules: str, facts: Sequence[str] = ()) 
 
 def _cache(args: argparse.Namespace) -> Path | None:
     """The folder of the cache of parsed runs (``analysis.cache``), None with --no-cache or when it must not
-    be used (``analysis.cache.command_folder``: a ``--cache`` that names none or lies in a run storage is
+    be used (``analysis.output.cache_folder``: a ``--cache`` that names none or lies in a run storage is
     ``CLIError``; the default or ``$LAUNCHBENCH_CACHE``, one warning line)."""
-    from analysis.cache import command_folder
+    from analysis.output import cache_folder
 
     if args.no_cache:
         return None
     if not hasattr(args, "cache_folder"):
-        args.cache_folder, problem = command_folder(args.cache, args.paths)
+        args.cache_folder, problem = cache_folder(args.cache, args.paths)
         if problem and args.cache is not None:
             raise CLIError(problem)
         if problem:

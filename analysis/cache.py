@@ -94,36 +94,6 @@ def default_folder() -> Path | None:
         return None
 
 
-def command_folder(option: str | None, inputs: Sequence[str]) -> tuple[Path | None, str | None]:
-    """The cache folder of a command reading ``inputs`` (``--cache`` ``option``, None where not given: then
-    ``default_folder``), and None with the line that says why when it must not be used: it names no
-    folder, or it lies inside the run storage of an input (the cache would write its files among the
-    saved runs)."""
-    from analysis.output import storage_roots
-    from analysis.schema import printable
-
-    if option is not None:
-        named, folder = "--cache", option
-    else:
-        named = f"${CACHE_ENV}" if os.environ.get(CACHE_ENV) else "the cache folder"
-        folder = default_folder()
-        if folder is None:
-            return None, None
-    if not str(folder).strip():
-        return None, f"{named} {str(folder)!r} names no folder: give the cache's folder, or --no-cache"
-    try:
-        where = Path(folder).resolve()
-    except (OSError, RuntimeError) as exc:
-        return None, f"{named} {printable(folder)} cannot be used as a folder ({exc})"
-    for text, root in storage_roots(inputs):
-        if where.is_relative_to(root):
-            return None, (
-                f"{named} {printable(folder)} lies inside the run storage {printable(root)} of input "
-                f"{printable(text)}: the cache is not used (choose a folder outside it with --cache DIR)"
-            )
-    return Path(folder), None
-
-
 def available() -> bool:
     """Whether pyarrow (which reads and writes the cache's Parquet files) can be imported."""
     try:

@@ -190,10 +190,7 @@ def _installation_id() -> str | None:
     (``surrogateescape``): the fingerprint still tells the installation apart, and the rest of the host's
     facts are kept."""
     for path in MACHINE_ID_FILES:
-        try:
-            text = path.read_bytes().decode("utf-8", "surrogateescape").strip()
-        except OSError:
-            continue
+        text = _read_id(path)
         if text:
             return text
     if sys.platform == "darwin":
@@ -355,6 +352,15 @@ def fill_commit_info(commit_info: dict[str, object], environ: Mapping[str, str] 
     commit = environment_commit(environ)
     if commit is not None:
         commit_info.update(commit)
+
+
+def _read_id(path: Path) -> str | None:
+    """The stripped text of the id file ``path``, bytes that are not UTF-8 kept as they are
+    (``surrogateescape``), or None when it is missing or unreadable."""
+    try:
+        return path.read_bytes().decode("utf-8", "surrogateescape").strip()
+    except OSError:
+        return None
 
 
 def _read_text(path: Path) -> str | None:
