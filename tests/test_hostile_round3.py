@@ -688,3 +688,26 @@ def test_4_a_saved_run_gets_the_permissions_of_any_new_file(tmp_path: Path) -> N
     mask = os.umask(0)
     os.umask(mask)
     assert stat.S_IMODE(path.stat().st_mode) == 0o666 & ~mask
+
+
+def test_6_where_the_os_cannot_swap_two_folders_files_move_one_by_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file system without ``RENAME_EXCHANGE`` (or another OS): the new folder's files go back to the
+    staging folder and are moved one by one; nothing is left beside the output folder."""
+    from analysis import output
+
+    monkeypatch.setattr(output, "_exchange", lambda *_: False)
+    out = tmp_path / "out"
+    out.mkdir()
+    for text in ("one", "two"):
+        with output.staging(out) as stage:
+            (stage / "figures").mkdir()
+            (stage / "figures" / "a.png").write_text(f"A {text}", encoding="utf-8")
+            (stage / "report.md").write_text(text, encoding="utf-8")
+            published = output.publish_whole(stage, out, {"figures": "figures", "": "report"}, force=False)
+        assert published.written == (out / "figures" / "a.png", out / "report.md")
+        assert (out / "report.md").read_text(encoding="utf-8") == text
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["out"]
+    manifest = output.read_manifest(out)
+    assert set(manifest.owners) == {"figures", "report"} and manifest.pending == {}
