@@ -44,14 +44,16 @@ def _benchmarking(config: pytest.Config) -> bool:
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
-    """When benchmarks are timed: refuse outputs that cannot be written (before anything is measured),
-    start the run record (its first snapshot of the machine's conditions), read the machine's metadata once
+    """When benchmarks are timed: refuse outputs that cannot be written and a machine name analysis could
+    not read (``benchmarks.provenance.name_problem``) before anything is measured, start the run record
+    (its first snapshot of the machine's conditions), read the machine's metadata once
     (so every ``machine_info`` of the session, and of the next session, is the same), turn SIGTERM and
     SIGHUP into an interrupt as Ctrl-C is (a second one ignored while the first is handled), so a stopped
     run still saves what it measured, and make the save itself whole or kept elsewhere
     (``benchmarks.outputs.guard_saving``: a disk that fills up during the run loses nothing). JAX, imported
     later by its cases, keeps its compiled executables for the next session (``_keep_jax_executables``)."""
     from benchmarks.outputs import guard_saving, output_problems
+    from benchmarks.provenance import name_problem
     from benchmarks.run_record import RunRecord, stop_as_interrupt
     from benchmarks.sentinel import Sentinel
 
@@ -59,6 +61,9 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     if not _benchmarking(config):
         return
     problems = output_problems(config._benchmarksession)
+    name = name_problem(config.getoption("machine"))
+    if name:
+        problems.append(name)
     if problems:
         raise pytest.UsageError(f"{'; '.join(problems)}: nothing was measured")
     options = config._benchmarksession.options

@@ -233,7 +233,6 @@ def _add_paths(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--cache",
-        type=Path,
         default=None,
         metavar="DIR",
         help="the cache of parsed runs, so that each saved file is parsed once (Parquet; needs pyarrow, "
@@ -403,8 +402,20 @@ def _loaded(args: argparse.Namespace, *modules: str, facts: Sequence[str] = ()) 
 
 
 def _cache(args: argparse.Namespace) -> Path | None:
-    """The folder of the cache of parsed runs (``analysis.cache``), None with --no-cache."""
-    return None if args.no_cache else args.cache or default_folder()
+    """The folder of the cache of parsed runs (``analysis.cache``), None with --no-cache or when it must not
+    be used (``analysis.output.cache_folder``: a ``--cache`` that names none or lies in a run storage is
+    ``CLIError``; the default or ``$LAUNCHBENCH_CACHE``, one warning line)."""
+    from analysis.output import cache_folder
+
+    if args.no_cache:
+        return None
+    if not hasattr(args, "cache_folder"):
+        args.cache_folder, problem = cache_folder(args.cache, args.paths)
+        if problem and args.cache is not None:
+            raise CLIError(problem)
+        if problem:
+            _say(f"{_PROG}: warning: {problem}", sys.stderr)
+    return args.cache_folder
 
 
 def _memo(args: argparse.Namespace) -> Memo | None:
@@ -508,6 +519,11 @@ def _compare(args: argparse.Namespace) -> int:
         unread=UNREAD_COLUMNS,
     )
     if loaded.frame.empty:  # no launchbench case: any other suite's, case by case
+        if args.by in CASE_GROUPINGS:  # launchbench's framework cases: another suite's runs have none
+            for problem in loaded.problems:
+                _say(f"{_PROG}: warning: {problem}", sys.stderr)
+            paths = ", ".join(map(str, args.paths))
+            raise CLIError(f"--by {args.by}: no launchbench run with {args.by} cases in {paths}")
         return _compare_cases(args, fact)
     from analysis.compare import compared_table, group_notes, point_columns, point_table
     from analysis.fits import fit_all

@@ -3,29 +3,36 @@ the same storage reads only the files that are new or changed since.
 
 Parsing JSON is nearly all of the cost of loading a fleet of runs (``analysis.load``); the rows a file gives
 depend only on its bytes, on which raw samples are read (``Samples``), on the run facts asked for and on the
-loader's code. So each load writes what it parsed (rows as columns, run infos, problem lines) as one
-*segment*: ``<id>.rows.parquet`` (the rows), ``<id>.infos.pickle`` (each file's run info, problem lines and
-row keys, one pickle for all: texts the files repeat are stored once) and ``<id>.files.parquet`` (each
-file's path, ``stat`` and rows; written last), in a folder named for the loader's version and those
-options. A later load ``stat``\\s every file and takes a file's rows from the newest segment whose entry has
-the same absolute path, shown name, size, modification time, inode, device and status-change time; every
-other file is parsed, and a new segment written. Files written less than
-``RACY_S`` before the load are not stored (a file rewritten within its clock's tick keeps its size and
-time), so an entry is never trusted for a file that may still change unseen. A segment none of whose
-entries is current any more is deleted.
+loader's code. So each load writes what it parsed as one *segment*: ``<id>.rows.parquet`` (the rows) and
+``<id>.index`` (each file's path, ``stat``, rows, run info, problem lines and row keys, and the rows file's
+length and SHA-256; written last), in a folder named for the loader's version and those options. A later
+load ``stat``\\s every file and takes a file's rows from the newest segment whose entry has the same absolute
+path, shown name, size, modification time, inode, device and status-change time; every other file is
+parsed, and a new segment written. Files written less than ``RACY_S`` before the load are not stored (a file
+rewritten within its clock's tick keeps its size and time), so an entry is never trusted for a file that may
+still change unseen. A segment none of whose entries is current any more is deleted.
+
+Nothing read back is trusted unchecked (issue 32): the index is sealed with its own SHA-256
+(``analysis.sealed``: tagged JSON, a format that holds data only, never pickle), and the rows file is read
+only when its length and SHA-256 are those the index recorded, so the rows served are, byte for byte, those
+parsed and checked when the segment was written; a segment that fails either check is deleted and its files
+are parsed again, with one line on stderr. Files a store killed halfway left behind (a rows file without an
+index, a temporary file) are deleted once ``LEFTOVER_S`` old.
 
 Parquet through pyarrow, not DuckDB (``tools/cache_formats.py`` measures both; docs/speed.md): the rows
 of 1,000 runs (40,000 rows) were written in 0.24-0.34 s against DuckDB's 1.0 s and read back into Arrow in
 0.10-0.17 s against 0.39-0.49 s, the imports cost about the same, and one database file shared by commands
 running at once needs locking, where segments written under unique names and renamed into place need none.
 A column is stored as numbers, as dictionary-encoded text, as lists of float64 (raw samples) or, for
-anything else, as pickled values (``_encode``): the rows come back exactly as parsed.
+anything else, as each distinct value in ``analysis.sealed``'s tagged JSON (``_encode``): the rows come back
+exactly as parsed.
 
 The cache lives outside every run storage: ``--cache DIR``, else ``$LAUNCHBENCH_CACHE``, else
-``$XDG_CACHE_HOME/launchbench`` or ``~/.cache/launchbench``; ``--no-cache`` bypasses it. Pickled values are
-read only from a folder this user owns and no one else may write. Without pyarrow (the GPU machine's image
-may lack it) there is no cache, silently: every file is parsed, as before. Any problem with the cache (a
-damaged segment, a full disk, a read-only folder) costs a parse, never a wrong row or a failed command.
+``$XDG_CACHE_HOME/launchbench`` or ``~/.cache/launchbench``; ``--no-cache`` bypasses it, and a folder inside
+the storage of an input (``command_folder``), not this user's or one others may write in (``untrusted``)
+is not used: one line says why. Without pyarrow (the GPU machine's image may lack it) there is no cache,
+silently: every file is parsed, as before. Any problem with the cache (a damaged segment, a full disk, a
+read-only folder) costs a parse, never a wrong row or a failed command.
 """
 
 from __future__ import annotations
@@ -36,8 +43,8 @@ import inspect
 import json
 import math
 import os
-import pickle
 import stat
+import sys
 import time
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
@@ -45,7 +52,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 #: Bumped when what a cached file's entry means changes; the loader's source is hashed in beside it.
-LOADER_VERSION = 2
+LOADER_VERSION = 3
 
 #: The environment variable that moves the cache (``--cache`` wins over it).
 CACHE_ENV = "LAUNCHBENCH_CACHE"
@@ -54,12 +61,24 @@ CACHE_ENV = "LAUNCHBENCH_CACHE"
 #: clock tick a rewrite keeps size and modification time (git's "racy" index entries).
 RACY_S = 2.0
 
+#: A rows file without its index, or a temporary file, this many seconds old is a store's leftover (killed
+#: halfway): deleted. A store writes its files within seconds; an hour leaves any slow disk its time.
+LEFTOVER_S = 3600.0
+
 #: The modules whose code decides a file's rows (their source is part of the cache's version).
-_LOADER_MODULES = ("analysis.load", "analysis.schema", "analysis.facts", "analysis.cache", "model.hardware")
+_LOADER_MODULES = (
+    "analysis.load",
+    "analysis.schema",
+    "analysis.facts",
+    "analysis.cache",
+    "analysis.sealed",
+    "model.hardware",
+)
 
 # Column encodings (``_encode``), kept in the rows table's schema metadata.
-_NUMBERS, _TEXT, _ARRAYS, _PICKLED = "numbers", "text", "arrays", "pickled"
+_NUMBERS, _TEXT, _ARRAYS, _VALUES = "numbers", "text", "arrays", "values"
 _KINDS_KEY = b"launchbench.kinds"
+_ROWS, _INDEX = ".rows.parquet", ".index"
 
 
 def default_folder() -> Path | None:
@@ -147,15 +166,21 @@ class RunCache:
     def __init__(self, folder: Path, variant: str) -> None:
         self.folder = folder / variant
         self._segments: dict[str, list[tuple[Key, Entry]]] = {}
+        self._rows_seals: dict[str, tuple[int, str]] = {}  # the rows file's length and SHA-256, by segment
         self._rows: dict[str, dict[str, object]] = {}
         self._kinds: dict[str, dict[str, str]] = {}
         #: Columns ``columns`` leaves unread (``analysis.load.load_runs``' ``unread``).
         self.unread: frozenset[str] = frozenset()
 
     def lookup(self, paths: Sequence[Path]) -> tuple[list[Key | None], dict[int, Entry]]:
-        """Every path's key, and the entries (by position in ``paths``) that stand for their file now."""
+        """Every path's key, and the entries (by position in ``paths``) that stand for their file now; none
+        from a folder that is not trusted (``_trusted``: one line says so)."""
         keys = [file_key(path) for path in paths]
-        self._read_segments()
+        refused = untrusted(self.folder)
+        if refused:
+            say(refused)
+        else:
+            self._read_segments()
         newest: dict[Key, Entry] = {}
         for name in sorted(self._segments):  # names start with the time written: later ones win
             for key, entry in self._segments[name]:
@@ -166,11 +191,25 @@ class RunCache:
 
     def columns(self, segment: str) -> tuple[dict[str, object], dict[str, str]]:
         """The rows of ``segment`` as ``analysis.load`` columns (but those ``unread``), and each column's
-        encoding."""
+        encoding; ``Damaged`` (the segment deleted, one line said) when the rows file is not, byte for
+        byte, the one its index sealed."""
         if segment not in self._rows:
+            import pyarrow as pa
             import pyarrow.parquet as pq
 
-            with pq.ParquetFile(self.folder / f"{segment}.rows.parquet") as file:
+            from analysis.sealed import Damaged, read_regular
+
+            path = self.folder / f"{segment}{_ROWS}"
+            size, digest = self._rows_seals[segment]
+            try:
+                data = read_regular(path)
+            except OSError as exc:
+                self._damaged(segment, f"its rows cannot be read ({exc.strerror or exc})")
+                raise Damaged(str(exc)) from exc
+            if len(data) != size or hashlib.sha256(data).hexdigest() != digest:
+                self._damaged(segment, "its rows file is not the one its index sealed (SHA-256)")
+                raise Damaged("rows digest")
+            with pq.ParquetFile(pa.BufferReader(data)) as file:
                 kinds = _kinds(file.schema_arrow.metadata)
                 kinds = {name: kind for name, kind in kinds.items() if name not in self.unread}
                 # One column read and decoded at a time: a fleet's whole table in Arrow is a gigabyte, which
@@ -186,7 +225,9 @@ class RunCache:
 
     def store(self, columns: Mapping[str, object], files: Sequence[Fresh]) -> None:
         """Write one segment: ``columns`` (the rows of ``files``, as ``analysis.load`` joined them) and the
-        entries of those ``files`` old enough to be trusted (``RACY_S``). Any failure leaves no segment."""
+        entries of those ``files`` old enough to be trusted (``RACY_S``). Any failure, an interrupt
+        included, leaves no segment; nothing is written into a folder that is not trusted (``_trusted``:
+        nothing would ever be read from it)."""
         now_ns = time.time_ns()
         kept = [f for f in files if f.key is not None and f.key.mtime_ns < now_ns - RACY_S * 1e9]
         if not kept:
@@ -194,57 +235,82 @@ class RunCache:
         import pyarrow as pa
         import pyarrow.parquet as pq
 
+        from analysis.sealed import dumps, seal
+
         name = f"{now_ns:020d}-{uuid.uuid4().hex[:12]}"
-        rows_path = self.folder / f"{name}.rows.parquet"
-        infos_path = self.folder / f"{name}.infos.pickle"
-        files_path = self.folder / f"{name}.files.parquet"
+        rows_path = self.folder / f"{name}{_ROWS}"
+        index_path = self.folder / f"{name}{_INDEX}"
         try:
             self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+            if not _trusted(self.folder):
+                return
             encoded = {key: _encode(values) for key, values in columns.items()}
             table = pa.table({key: array for key, (array, _) in encoded.items()})
             kinds = json.dumps({key: kind for key, (_, kind) in encoded.items()})
             table = table.replace_schema_metadata({_KINDS_KEY: kinds.encode()})
-            _write(pq, table, rows_path)
-            _write_infos([(f.run, f.problems, f.keys) for f in kept], infos_path)
-            entries = {
-                "absolute": [f.key.absolute for f in kept],
-                "shown": [f.key.shown for f in kept],
-                "size": [f.key.size for f in kept],
-                "mtime_ns": [f.key.mtime_ns for f in kept],
-                "inode": [f.key.inode for f in kept],
-                "device": [f.key.device for f in kept],
-                "ctime_ns": [f.key.ctime_ns for f in kept],
-                "first": [f.first for f in kept],
-                "count": [f.count for f in kept],
-            }
-            _write(pq, pa.table(entries), files_path)  # written last: its presence makes the segment
-        except (OSError, ValueError, TypeError, pickle.PicklingError, pa.ArrowException):
-            for path in (rows_path, infos_path, files_path):
-                with contextlib.suppress(OSError):
-                    path.unlink()
+            sink = pa.BufferOutputStream()
+            pq.write_table(table, sink, compression="lz4")
+            rows = sink.getvalue().to_pybytes()
+            del sink, table, encoded
+            write_whole(rows_path, rows)
+            index = _index(kept, len(rows), hashlib.sha256(rows).hexdigest())
+            write_whole(index_path, seal(dumps(index)))  # written last: its presence makes the segment
+        except (OSError, ValueError, TypeError, pa.ArrowException):
+            _remove(rows_path, index_path)
+        except BaseException:  # an interrupt (Ctrl-C, SIGTERM) while writing: no half segment left either
+            _remove(rows_path, index_path)
+            raise
 
     def _read_segments(self) -> None:
-        """Every complete segment's entries; a segment that cannot be read is left out (and parsed anew)."""
+        """Every complete segment's entries; a segment whose index is damaged is deleted (one line: its
+        files are parsed anew), and a store's leftovers are deleted once ``LEFTOVER_S`` old."""
         if not _trusted(self.folder):
             return
-        import pyarrow as pa
-        import pyarrow.parquet as pq
+        try:
+            names = sorted(entry.name for entry in os.scandir(self.folder))
+        except OSError:
+            return
+        complete = {name.removesuffix(_INDEX) for name in names if name.endswith(_INDEX)}
+        for name in names:
+            if name.endswith(_INDEX):
+                segment = name.removesuffix(_INDEX)
+                try:
+                    self._segments[segment] = self._entries(segment)
+                except OSError as exc:
+                    self._damaged(segment, f"its index cannot be read ({exc.strerror or exc})")
+                except (ValueError, KeyError, IndexError, TypeError) as exc:  # Damaged, or another shape
+                    self._damaged(segment, f"its index is damaged ({exc})")
+            elif not name.endswith(_ROWS) or name.removesuffix(_ROWS) not in complete:
+                _remove_leftover(self.folder / name)
 
-        for path in sorted(self.folder.glob("*.files.parquet")):
-            name = path.name.removesuffix(".files.parquet")
-            try:
-                table = pq.read_table(path).to_pydict()
-                with (self.folder / f"{name}.infos.pickle").open("rb") as file:
-                    infos = pickle.load(file)
-                entries = []
-                for values, (run, problems, keys) in zip(
-                    zip(*(table[column] for column in _ENTRY_COLUMNS), strict=True), infos, strict=True
-                ):
-                    *key, first, count = values
-                    entries.append((Key(*key), Entry(name, first, count, run, problems, keys)))
-            except (*_UNREADABLE, pa.ArrowException):
-                continue
-            self._segments[name] = entries
+    def _entries(self, segment: str) -> list[tuple[Key, Entry]]:
+        """The entries of ``segment``'s index (``_index``), after its seal is checked."""
+        from analysis.sealed import loads, read_regular, unseal
+
+        index = loads(unseal(read_regular(self.folder / f"{segment}{_INDEX}")))
+        if type(index) is not dict or index.get("version") != LOADER_VERSION:
+            raise ValueError("not an index of this version")
+        rows = index["rows"]
+        self._rows_seals[segment] = (int(rows["size"]), str(rows["sha256"]))
+        files = index["files"]
+        runs = _runs(index["runs"], len(files["absolute"]))
+        keys = _decoded_column(index["keys"])
+        problems = index["problems"]
+        entries = []
+        for values, run, lines, row_keys in zip(
+            zip(*(files[column] for column in _ENTRY_COLUMNS), strict=True), runs, problems, keys, strict=True
+        ):
+            *key, first, count = values
+            entries.append((Key(*key), Entry(segment, first, count, run, lines, row_keys)))
+        return entries
+
+    def _damaged(self, segment: str, why: str) -> None:
+        """Delete ``segment`` and say so in one line: its files are parsed again."""
+        from analysis.schema import printable
+
+        _remove(self.folder / f"{segment}{_ROWS}", self.folder / f"{segment}{_INDEX}")
+        self._segments.pop(segment, None)
+        say(f"cache segment {printable(self.folder / segment)}: {why}; deleted, its files are parsed again")
 
     def _drop_stale(self, keys: Sequence[Key | None], hits: Mapping[int, Entry]) -> None:
         """Delete the segments of this load's files of which no entry is current any more (each file is
@@ -260,9 +326,27 @@ class RunCache:
                 continue  # another storage's segment whose first file is still there: one stat, not one each
             if any(key.absolute not in looked and _unchanged(key) for key, _ in entries):
                 continue
-            for suffix in (".files.parquet", ".infos.pickle", ".rows.parquet"):
-                with contextlib.suppress(OSError):
-                    (self.folder / f"{name}{suffix}").unlink()
+            _remove(self.folder / f"{name}{_INDEX}", self.folder / f"{name}{_ROWS}")
+
+
+def say(line: str) -> None:
+    """One warning line about the cache on stderr (a damaged file, a folder not used): the command goes on."""
+    with contextlib.suppress(OSError, ValueError):
+        print(f"warning: {line}".encode("ascii", "backslashreplace").decode(), file=sys.stderr, flush=True)
+
+
+def _remove(*paths: Path) -> None:
+    for path in paths:
+        with contextlib.suppress(OSError):
+            path.unlink()
+
+
+def _remove_leftover(path: Path) -> None:
+    """Delete ``path``, a file no complete segment holds, once ``LEFTOVER_S`` old (a store in progress may
+    be writing it now)."""
+    with contextlib.suppress(OSError):
+        if time.time() - path.lstat().st_mtime > LEFTOVER_S:
+            path.unlink()
 
 
 def _unchanged(key: Key) -> bool:
@@ -270,9 +354,6 @@ def _unchanged(key: Key) -> bool:
     now = file_key(Path(key.absolute))
     return now is not None and replace(now, shown=key.shown) == key
 
-
-#: What reading a damaged or foreign segment may raise, besides pyarrow's own errors.
-_UNREADABLE = (OSError, ValueError, KeyError, TypeError, EOFError, pickle.UnpicklingError)
 
 _ENTRY_COLUMNS = (
     "absolute",
@@ -285,6 +366,69 @@ _ENTRY_COLUMNS = (
     "first",
     "count",
 )
+
+
+def _index(files: Sequence[Fresh], rows_size: int, rows_sha256: str) -> dict:
+    """A segment's index: the rows file's seal, each file's key and place among the rows, and its run
+    info, problem lines and row keys as columns (``_column``): a fleet's 10⁵ run infos repeat a few texts
+    and key lists, each stored once and read back as one object."""
+    return {
+        "version": LOADER_VERSION,
+        "rows": {"size": rows_size, "sha256": rows_sha256},
+        "files": {column: [getattr(f.key, column, None) for f in files] for column in _ENTRY_COLUMNS[:7]}
+        | {"first": [f.first for f in files], "count": [f.count for f in files]},
+        "runs": _run_columns([f.run for f in files]),
+        "problems": [list(f.problems) for f in files],
+        "keys": _column([f.keys for f in files]),
+    }
+
+
+def _run_columns(runs: Sequence[dict | None]) -> dict:
+    """The run infos (None for a file that gave no rows) as one column per field when every run has the
+    same fields in the same order (``analysis.load`` makes them so), else as they are."""
+    present = [run for run in runs if run is not None]
+    names = list(present[0]) if present else []
+    if any(list(run) != names for run in present):
+        return {"whole": runs}
+    return {
+        "present": [run is not None for run in runs],
+        "names": names,
+        "columns": [_column([run[name] for run in present]) for name in names],
+    }
+
+
+def _runs(encoded: dict, count: int) -> list[dict | None]:
+    """``_run_columns`` read back: ``count`` run infos."""
+    if "whole" in encoded:
+        runs = encoded["whole"]
+    else:
+        names = encoded["names"]
+        rows = iter(zip(*(_decoded_column(column) for column in encoded["columns"]), strict=True))
+        runs = [
+            dict(zip(names, next(rows), strict=True)) if present else None for present in encoded["present"]
+        ]
+    if len(runs) != count or not all(run is None or type(run) is dict for run in runs):
+        raise ValueError("the run infos do not match the files")
+    return runs
+
+
+def _column(values: list) -> dict:
+    """One column of values: texts (or None) and tuples of texts as the distinct ones and a code per value
+    (so each is stored, and read back, once); anything else as it is."""
+    if all(type(value) is str or value is None for value in values) or all(
+        type(value) is tuple and all(type(item) is str for item in value) for value in values
+    ):
+        distinct: dict[object, int] = {}
+        codes = [-1 if value is None else distinct.setdefault(value, len(distinct)) for value in values]
+        return {"distinct": list(distinct), "codes": codes}
+    return {"values": values}
+
+
+def _decoded_column(column: dict) -> list:
+    if "values" in column:
+        return column["values"]
+    distinct = column["distinct"]
+    return [None if code < 0 else distinct[code] for code in column["codes"]]
 
 
 def open_cache(folder: Path | None, samples: object, facts: Sequence[str]) -> RunCache | None:
@@ -319,8 +463,22 @@ def _source(module: str) -> bytes:
         return f"unknown {module} {time.time_ns()}".encode()  # unreadable: never reuse an entry
 
 
+def untrusted(folder: Path) -> str | None:
+    """The line that says the existing folder ``folder`` is not used as it is not trusted (``_trusted``),
+    or None (trusted, or not there yet: it is then made this user's alone)."""
+    from analysis.schema import printable
+
+    if _trusted(folder) or not (folder.exists() or folder.is_symlink()):
+        return None
+    return (
+        f"cache folder {printable(folder)} is not a folder of this user's that only they may write in: "
+        "nothing is read from it or written to it (choose one of yours with --cache DIR, or --no-cache)"
+    )
+
+
 def _trusted(folder: Path) -> bool:
-    """Whether ``folder`` is this user's and no one else may write in it: only there are pickles read."""
+    """Whether ``folder`` is this user's and no one else may write in it: only there is anything read back
+    (another user could put there a segment sealed with a digest that matches) or written."""
     try:
         info = folder.stat()
     except OSError:
@@ -332,8 +490,8 @@ def _trusted(folder: Path) -> bool:
 @contextlib.contextmanager
 def written_aside(path: Path) -> Iterator[Path]:
     """A temporary name beside ``path`` to write the file under; renamed to ``path`` when the block ends
-    without an error, removed in any case: a reader (another command at the same time) never meets half a
-    file."""
+    without an error, removed in any case (an interrupt included): a reader (another command at the same
+    time) never meets half a file."""
     temporary = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
     try:
         yield temporary
@@ -343,31 +501,12 @@ def written_aside(path: Path) -> Iterator[Path]:
             temporary.unlink()
 
 
-def _write(pq: object, table: object, path: Path) -> None:
-    """``table`` as Parquet at ``path`` (``written_aside``)."""
+def write_whole(path: Path, data: bytes) -> None:
+    """``data`` at ``path``, written aside (``written_aside``) in a new file of this user's alone."""
     with written_aside(path) as temporary:
-        pq.write_table(table, temporary, compression="lz4")
-
-
-def _write_infos(infos: list[tuple[dict | None, list[str], tuple[str, ...]]], path: Path) -> None:
-    """The files' run infos, problem lines and row keys as one pickle at ``path`` (``written_aside``), each
-    text and tuple of texts the files repeat (a machine's name, the field names, the row
-    keys) stored once: pickle writes an object met again as a reference, so loading makes one object for
-    all the files that share it. A fleet of 10⁵ files took a gigabyte as one pickle per file, each with
-    its own copies."""
-    shared: dict[object, object] = {}
-
-    def one(value: object) -> object:  # exact types only: 1 == True and 0.0 == -0.0 must stay apart
-        if type(value) is str or (type(value) is tuple and all(type(item) is str for item in value)):
-            return shared.setdefault(value, value)
-        return value
-
-    kept = [
-        (None if run is None else {one(k): one(v) for k, v in run.items()}, problems, one(keys))
-        for run, problems, keys in infos
-    ]
-    with written_aside(path) as temporary, temporary.open("wb") as file:
-        pickle.dump(kept, file, protocol=5)
+        handle = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o600)
+        with os.fdopen(handle, "wb") as file:
+            file.write(data)
 
 
 def _is_text_or_missing(value: object) -> bool:
@@ -377,9 +516,12 @@ def _is_text_or_missing(value: object) -> bool:
 def _encode(values: object) -> tuple[object, str]:
     """One column of ``analysis.load``'s rows (a numpy array or a list of values) as an Arrow array and its
     encoding: numbers as they are; text (NaN where a row lacks it) dictionary-encoded, as a fleet repeats a
-    few texts; raw samples (arrays or None) as lists of float64; anything else pickled value by value."""
+    few texts; raw samples (arrays or None) as lists of float64; anything else as each distinct value's
+    tagged JSON (``analysis.sealed.dumps``; ``TypeError`` for a value it cannot hold) and a code per row."""
     import numpy as np
     import pyarrow as pa
+
+    from analysis.sealed import dumps
 
     def is_samples(value: object) -> bool:
         return value is None or (isinstance(value, np.ndarray) and value.dtype == float and value.ndim == 1)
@@ -394,15 +536,28 @@ def _encode(values: object) -> tuple[object, str]:
         flat = np.concatenate([v for v in values if v is not None]) if lengths.any() else np.zeros(0)
         mask = pa.array([v is None for v in values])
         return pa.LargeListArray.from_arrays(offsets, flat, mask=mask), _ARRAYS
-    return pa.array([pickle.dumps(v, protocol=5) for v in values], pa.binary()), _PICKLED
+    # Distinct values by type and ``repr`` (the loader's values are JSON's: texts, numbers, None, tuples and
+    # dicts of them, whose ``repr`` tells apart 1, 1.0, True and -0.0), each encoded once.
+    distinct: dict[tuple[type, str], int] = {}
+    firsts: list[object] = []
+    codes = np.empty(len(values), dtype=np.int32)
+    for row, value in enumerate(values):
+        code = distinct.setdefault((type(value), repr(value)), len(distinct))
+        if code == len(firsts):
+            firsts.append(value)
+        codes[row] = code
+    dictionary = pa.array([dumps(value) for value in firsts], pa.binary())
+    return pa.DictionaryArray.from_arrays(pa.array(codes), dictionary), _VALUES
 
 
 def _decode(column: object, kind: str) -> object:
     """The column ``_encode`` wrote, as ``analysis.load`` holds it: texts as a ``Categorical``
     (``text_categorical``: the codes as stored, no Python object per row), raw samples as writable float64
-    arrays, pickled values unpickled once per distinct value (a fleet's 4·10⁶ rows repeat a few)."""
+    arrays, other values decoded once per distinct value (a fleet's 4·10⁶ rows repeat a few)."""
     import numpy as np
     import pyarrow as pa
+
+    from analysis.sealed import loads
 
     array = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
     if kind == _NUMBERS:
@@ -417,14 +572,19 @@ def _decode(column: object, kind: str) -> object:
         flat = np.array(array.values.to_numpy(zero_copy_only=False), dtype=np.float64)  # a writable copy
         missing = array.is_null().to_numpy(zero_copy_only=False)
         return [None if missing[i] else flat[offsets[i] : offsets[i + 1]] for i in range(len(array))]
-    encoded = array.dictionary_encode()
-    values = [pickle.loads(value) for value in encoded.dictionary.to_pylist()]
+    if kind != _VALUES:
+        raise ValueError(f"unknown column encoding {kind!r}")
+    if not isinstance(array, pa.DictionaryArray):
+        array = array.dictionary_encode()
+    texts = array.dictionary.to_pylist()
+    codes = array.indices.to_numpy(zero_copy_only=False)
+    values = [loads(text) for text in texts]
     if not all(map(_immutable, values)):  # rows must not share a list or a dict: one object per row
-        return [pickle.loads(value) for value in array.to_pylist()]
+        return [loads(texts[code]) for code in codes.tolist()]
     distinct = np.empty(len(values), dtype=object)
     for index, value in enumerate(values):  # one by one: numpy would make a tuple of tuples a 2-D array
         distinct[index] = value
-    return distinct[encoded.indices.to_numpy(zero_copy_only=False)].tolist()
+    return distinct[codes].tolist()
 
 
 def _immutable(value: object) -> bool:

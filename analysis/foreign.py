@@ -18,7 +18,10 @@ What differs between the layouts pytest-benchmark has written, and is handled he
 - ``stats["data"]`` is there when the run was saved with its samples (``--benchmark-json`` always,
   ``--benchmark-save`` with ``--benchmark-save-data``).
 
-Every case is checked before it is used: a case without a name, or whose ``min`` or ``median`` is not a
+A launchbench run never stands in for another suite's: one that reaches this loader (``analysis.load``
+dropped it, or every case of it) is left out with its loader's lines, so a run saved under a machine name
+analysis cannot tell is never compared as "another suite than launchbench". Every case is checked before it
+is used: a case without a name, or whose ``min`` or ``median`` is not a
 time within ``analysis.schema.TIME_RANGE_S`` (or min > median), is dropped with one line naming the file,
 the case and the value; a ``mean`` or ``max`` outside it is left empty; raw samples that are not all times
 within it are left out of their case (its statistics stay). An integer too large for a float (``1e400``
@@ -40,7 +43,10 @@ import pandas as pd
 
 from analysis.facts import fact_text
 from analysis.load import expand_paths, fact_column, machine_identity, map_batches, read_run
-from analysis.schema import TIME_RANGE_S, printable
+from analysis.schema import TIME_RANGE_S, check_run, is_ours, printable
+
+#: Why a launchbench run analysis' loader dropped is not compared case by case as another suite's.
+NOT_FOREIGN = "a launchbench run (its cases name the suite), left out: not compared as another suite's run"
 
 #: Columns of ``CaseLoad.frame``: run, case, statistics (s per iteration; ``rounds``, ``iterations``
 #: counts) and the raw samples (float64 array, or None).
@@ -124,6 +130,12 @@ def _read_cases(
     doc = read_run(path, samples)
     if isinstance(doc, str):
         return [], None, [doc]
+    if any(map(is_ours, doc["benchmarks"])):
+        # launchbench's own run, which its loader dropped (a machine name it cannot tell, every case
+        # unusable): why, in its own lines, never compared as another suite's run (issue 32).
+        checked = check_run(doc, str(path))
+        dropped = checked.run is None and checked.problems  # the run's own line says it all
+        return [], None, [*checked.problems, *([] if dropped else [f"{printable(path)}: {NOT_FOREIGN}"])]
     source = printable(path)
     machine_info = doc.get("machine_info") if isinstance(doc.get("machine_info"), Mapping) else {}
     identity = machine_identity(machine_info)

@@ -16,9 +16,13 @@ generators are seeded per machine), so a result is kept under
 
 Keyed by content, not by the files' ``stat`` as the parsed-run cache is: a result can never be served for
 other rows, whatever happened to the files in between. The results live beside the parsed runs (``--cache
-DIR``, ``$LAUNCHBENCH_CACHE``, ...; ``--no-cache`` bypasses both) and, as there, are unpickled only from a
-folder this user owns and no one else may write. Past ``LIMIT_BYTES`` the least recently used go first;
-the folders of other code versions go once unused for ``STALE_S``. A result that cannot be read or written
+DIR``, ``$LAUNCHBENCH_CACHE``, ...; ``--no-cache`` bypasses both) and, as there, are read only from a folder
+this user owns and no one else may write. Each result is a file of ``analysis.sealed``'s tagged JSON sealed
+with its SHA-256 (never pickle, which runs code its bytes name and crashed on flipped bits, issue 32): a
+result whose bytes are not those written (or that is no regular file: a FIFO in its place is refused
+without waiting) is deleted and computed again, with one line on stderr. Past ``LIMIT_BYTES`` the least
+recently used go first; the folders of other code versions go once unused for ``STALE_S``, and temporary
+files a killed command left once ``analysis.cache.LEFTOVER_S`` old. A result that cannot be read or written
 costs a computation, never a wrong result or a failed command.
 """
 
@@ -44,10 +48,14 @@ from typing import TypeVar
 import numpy as np
 import pandas as pd
 
-from analysis.cache import _UNREADABLE, _trusted, written_aside
+from analysis.cache import LEFTOVER_S, _trusted, say, untrusted, write_whole
+from analysis.schema import printable
+from analysis.sealed import dumps, loads, read_regular, seal, unseal
 
 #: Bumped when what a kept result means changes in a way the code's source does not show.
-MEMO_VERSION = 1
+MEMO_VERSION = 2
+#: The name of a kept result's file: its key and this.
+SUFFIX = ".kept"
 #: The packages whose source decides every result.
 _PACKAGES = ("analysis", "model")
 #: The libraries whose versions decide the results (a fit's numbers, a figure's pixels; Pillow, with the zlib
@@ -70,6 +78,7 @@ class Memo:
         self.folder = folder / f"results-v{MEMO_VERSION}-{code_version()}"
         self._rows: dict[int, tuple[pd.DataFrame, np.ndarray, bytes]] = {}  # by id: the frame held alive
         self._pruned = False
+        self._refused = False
 
     def key(self, kind: str, *inputs: object) -> str:
         """The key of a result of ``kind`` computed from ``inputs`` (frames, tables, texts, numbers)."""
@@ -96,46 +105,66 @@ class Memo:
         return value
 
     def get(self, key: str) -> tuple[bool, object]:
-        """(True, the result kept under ``key``) or (False, None) when none is kept or it cannot be read."""
-        path = self.folder / f"{key}.pickle"
-        if not _trusted(self.folder):
+        """(True, the result kept under ``key``) or (False, None) when none is kept or it cannot be read;
+        one that is damaged (its seal does not match, it is no regular file) is deleted, with one line."""
+        path = self.folder / f"{key}{SUFFIX}"
+        if not self._usable():
             return False, None
         try:
-            with path.open("rb") as file:
-                value = pickle.load(file)
+            kept = loads(unseal(read_regular(path)))
+            if type(kept) is not tuple or len(kept) != 2 or kept[0] != key:
+                raise ValueError("it holds no result of its key")
+            value = kept[1]
             os.utime(path)  # recently used: kept longest when the folder is trimmed
         except FileNotFoundError:
             return False, None
-        except (*_UNREADABLE, AttributeError, ImportError):
+        except (OSError, ValueError) as exc:
+            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            say(f"kept result {printable(path)} cannot be used ({why}): deleted, computed again")
             with contextlib.suppress(OSError):
                 path.unlink()
             return False, None
         return True, value
 
     def put(self, key: str, value: object) -> None:
-        """Keep ``value`` under ``key`` (``written_aside``: a command running at the same time never reads
-        half a result)."""
-        with contextlib.suppress(OSError, pickle.PicklingError, TypeError, AttributeError):
+        """Keep ``value`` under ``key`` (written aside: a command running at the same time never reads half
+        a result); a value ``analysis.sealed`` cannot hold is not kept."""
+        try:
+            data = seal(dumps((key, value)))  # the key too: a file copied under another key is not served
+        except TypeError:
+            return
+        with contextlib.suppress(OSError):
             self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-            with written_aside(self.folder / f"{key}.pickle") as temporary, temporary.open("wb") as file:
-                pickle.dump(value, file, protocol=5)
+            if self._usable():
+                write_whole(self.folder / f"{key}{SUFFIX}", data)
         if not self._pruned:
             self._pruned = True
             self._prune()
 
+    def _usable(self) -> bool:
+        """Whether the folder is trusted (``analysis.cache._trusted``) or not there yet; said once when an
+        existing folder is not."""
+        refused = untrusted(self.folder)
+        if refused and not self._refused:
+            self._refused = True
+            say(refused)
+        return refused is None
+
     def _prune(self) -> None:
         """Trim this version's results to ``LIMIT_BYTES`` (least recently used first) and remove other
-        versions' folders unused for ``STALE_S``: once per command, when it keeps something new. Files are
+        versions' folders unused for ``STALE_S``, and temporary files of a command killed while it wrote
+        (``LEFTOVER_S`` old): once per command, when it keeps something new. Files are
         removed only from a folder this user owns and no one else may write in that is no symbolic link: a
         link put in the cache folder by someone else would lead the removals into another folder."""
+        now = time.time()
         with contextlib.suppress(OSError):
-            kept = sorted(((path.stat(), path) for path in self.folder.iterdir()), reverse=True, key=_used)
+            kept = sorted(((path.lstat(), path) for path in self.folder.iterdir()), reverse=True, key=_used)
             total = 0
             for info, path in kept:
                 total += info.st_size
-                if total > LIMIT_BYTES and _removable(self.folder):
+                leftover = not path.name.endswith(SUFFIX) and now - info.st_mtime > LEFTOVER_S
+                if (total > LIMIT_BYTES or leftover) and _removable(self.folder):
                     path.unlink(missing_ok=True)
-        now = time.time()
         with contextlib.suppress(OSError):
             for other in self.root.glob("results-*"):
                 if other != self.folder and now - other.stat().st_mtime > STALE_S and _removable(other):

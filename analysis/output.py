@@ -27,11 +27,19 @@ folder ("..", an absolute or drive path, a backslash, a control character), or w
 SHA-256, is refused with one line and never acted on; a file is removed only when it still lies inside the
 folder once links are followed. Nothing outside the output folder is ever written or removed.
 
-New files are first written into a staging folder inside the output folder (``staging``) and then moved
-into place by renames, so a command that fails or is interrupted halfway leaves the earlier output as it
-was. The folder is locked meanwhile (``locked``): a second command writing into it at once is refused in
-one line. Every write goes through ``writing`` (and ``publish``), which turns the OS's refusal (a full
-disk, a file-size limit, a name too long) into one ``OutputError`` line.
+New files are first written into a staging folder inside the output folder (``staging``) and then put in
+place, so a command that fails or is interrupted halfway leaves the earlier output as it was. A report is
+published whole (``publish_whole``, issue 32): where the folder holds nothing but the report's own files,
+a new folder holding the new report is swapped in for it by one atomic rename (Linux's
+``renameat2(RENAME_EXCHANGE)``), so any stop, SIGKILL included, leaves the old report or the new one,
+never new figures beside an old report.md. Elsewhere (other files in the folder, another OS or file
+system) files are moved one by one, under a manifest that first names the new files and the old ones
+still in place (``pending``), so that whatever a killed command left is its own to the next command,
+never refused as "changed since". A folder of the output that is a symbolic link is refused: files are
+written into the folder, never where a link points. The folder is locked meanwhile (``locked``): a second
+command writing into it at once is refused in one line. Every write goes through ``writing`` (and
+``publish``), which turns the OS's refusal (a full disk, a file-size limit, a name too long) into one
+``OutputError`` line.
 """
 
 from __future__ import annotations
@@ -44,9 +52,10 @@ import os
 import re
 import shutil
 import stat
+import sys
 import tempfile
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath, PureWindowsPath
 
 from analysis.signals import held
@@ -95,7 +104,9 @@ def storage_roots(inputs: Iterable[str]) -> list[tuple[str, Path]]:
             if Path(text).exists() or Path(text).is_symlink():
                 matches = [Path(text)]
             elif _GLOB_CHARS & set(text):
-                matches = [Path(match) for match in glob.glob(text, recursive=True)]  # noqa: PTH207 (absolute patterns)
+                from analysis.load import _globbed  # as the loader expands it: links to folders not followed
+
+                matches = _globbed(text)
             else:
                 matches = []
             for match in matches:
@@ -145,6 +156,35 @@ def check_out(out: str, inputs: Sequence[str]) -> list[Path]:
         remove_created(created)
         raise OutputError(f"--out {printable(out)} cannot be written ({_reason(exc)})") from exc
     return created
+
+
+def cache_folder(option: str | None, inputs: Sequence[str]) -> tuple[Path | None, str | None]:
+    """The cache folder of a command reading ``inputs`` (``--cache`` ``option``, None where not given: then
+    ``default_folder``), and None with the line that says why when it must not be used: it names no
+    folder, or it lies inside the run storage of an input (the cache would write its files among the
+    saved runs)."""
+    from analysis.cache import CACHE_ENV, default_folder
+
+    if option is not None:
+        named, folder = "--cache", option
+    else:
+        named = f"${CACHE_ENV}" if os.environ.get(CACHE_ENV) else "the cache folder"
+        folder = default_folder()
+        if folder is None:
+            return None, None
+    if not str(folder).strip():
+        return None, f"{named} {str(folder)!r} names no folder: give the cache's folder, or --no-cache"
+    try:
+        where = Path(folder).resolve()
+    except (OSError, RuntimeError) as exc:
+        return None, f"{named} {printable(folder)} cannot be used as a folder ({exc})"
+    for text, root in storage_roots(inputs):
+        if where.is_relative_to(root):
+            return None, (
+                f"{named} {printable(folder)} lies inside the run storage {printable(root)} of input "
+                f"{printable(text)}: the cache is not used (choose a folder outside it with --cache DIR)"
+            )
+    return Path(folder), None
 
 
 def remove_created(created: Sequence[Path]) -> None:
@@ -199,10 +239,21 @@ def owned_files(out: Path, owner: str) -> dict[str, str]:
 @dataclass(frozen=True)
 class Manifest:
     """An output folder's manifest as checked by ``read_manifest``: ``owners`` (command -> relative path ->
-    SHA-256), only the entries that are sound; ``problems``, one line per entry or part refused."""
+    SHA-256), only the entries that are sound; ``problems``, one line per entry or part refused;
+    ``pending`` (as ``owners``): the digests of a command's earlier files while it moves its new ones in
+    one by one (``publish``), so that a file it had not replaced yet when it was killed is still its own."""
 
     owners: dict[str, dict[str, str]]
     problems: tuple[str, ...]
+    pending: dict[str, dict[str, str]] = field(default_factory=dict)
+
+    def digests(self, owner: str, rel: str) -> tuple[str, ...]:
+        """The digests ``owner``'s file ``rel`` may have and still be its own unchanged file."""
+        return tuple(
+            digest
+            for digest in (self.owners.get(owner, {}).get(rel), self.pending.get(owner, {}).get(rel))
+            if digest
+        )
 
 
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
@@ -228,8 +279,19 @@ def read_manifest(out: Path) -> Manifest:
     owners = doc.get("owners") if isinstance(doc, dict) else None
     if not isinstance(owners, dict):
         return Manifest({}, (f"{name}: not a manifest (no 'owners' object): no file counts as written here",))
-    checked: dict[str, dict[str, str]] = {}
     problems: list[str] = []
+    checked = _checked_owners(name, owners, problems)
+    pending = doc.get("pending")
+    return Manifest(checked, tuple(problems), _checked_owners(name, pending, problems) if pending else {})
+
+
+def _checked_owners(name: str, owners: object, problems: list[str]) -> dict[str, dict[str, str]]:
+    """The sound entries of a manifest's ``owners`` (or ``pending``) object; a line in ``problems`` for each
+    entry or part refused."""
+    if not isinstance(owners, dict):
+        problems.append(f"{name}: a part that is not an object of owners: refused")
+        return {}
+    checked: dict[str, dict[str, str]] = {}
     for owner, files in owners.items():
         if not isinstance(files, dict):
             problems.append(f"{name}: owner {printable(owner)}: not an object of files: refused")
@@ -242,7 +304,7 @@ def read_manifest(out: Path) -> Manifest:
             else:
                 kept[rel] = digest
         checked[owner] = kept
-    return Manifest(checked, tuple(problems))
+    return checked
 
 
 def _unsound_entry(rel: str, digest: object) -> str | None:
@@ -273,26 +335,27 @@ def check_replaceable(out: Path, owner: str, names: Iterable[str], force: bool) 
     own unchanged file, unless ``force``: the check of the files known before any work."""
     if force:
         return
-    owned = owned_files(out, owner)
+    manifest = read_manifest(out)
     for name in names:
-        problem = _conflict(out, name, owned)
+        problem = _conflict(out, name, manifest.digests(owner, name))
         if problem:
             raise OutputError(problem)
 
 
-def _conflict(out: Path, rel: str, owned: dict[str, str]) -> str | None:
-    """Why writing ``out/rel`` would replace what is not the owner's unchanged file, or None."""
+def _conflict(out: Path, rel: str, owned: tuple[str, ...]) -> str | None:
+    """Why writing ``out/rel`` would replace what is not the owner's unchanged file (one whose SHA-256 is
+    one of ``owned``), or None."""
     path = out / rel
     if not path.exists() and not path.is_symlink():
         return None
     if path.is_symlink() or not path.is_file():
         return f"{path} exists and is not a file the command wrote; move it away (or choose another --out)"
-    if rel not in owned:
+    if not owned:
         return (
             f"{path} exists and was not written by this command (no record of it in {out / MANIFEST_NAME}); "
             "move it away, or pass --force to replace it"
         )
-    if _sha256(path) != owned[rel]:
+    if _sha256(path) not in owned:
         return (
             f"{path} was changed since this command wrote it (edited by hand?); keep your copy elsewhere, or "
             "pass --force to replace it"
@@ -303,7 +366,8 @@ def _conflict(out: Path, rel: str, owned: dict[str, str]) -> str | None:
 @contextlib.contextmanager
 def staging(out: Path) -> Iterator[Path]:
     """A new empty folder inside ``out`` to write a command's files into before ``publish``; removed with
-    whatever is left in it when the block ends (also left-overs of an earlier run killed in this block).
+    whatever is left in it when the block ends (also left-overs of an earlier run killed in this block, and
+    the folders an earlier ``publish_whole`` killed halfway left beside ``out``).
 
     The output folder is locked for the block (``locked``), so a second command writing into it at once
     is refused with one line instead of removing this one's staging folder as a left-over. Every write in
@@ -312,6 +376,7 @@ def staging(out: Path) -> Iterator[Path]:
     with locked(out), writing(out):
         for old in out.glob(f"{_STAGING_PREFIX}*"):
             shutil.rmtree(old, ignore_errors=True)
+        _remove_swapped_leftovers(out)
         stage = Path(tempfile.mkdtemp(prefix=_STAGING_PREFIX, dir=out))
         try:
             yield stage
@@ -333,77 +398,286 @@ def writing(out: Path) -> Iterator[None]:
 @contextlib.contextmanager
 def locked(out: Path) -> Iterator[None]:
     """Hold an exclusive lock on the folder ``out`` (``flock`` on the folder itself, so no lock file is left
-    behind) for the block; ``OutputError`` at once when another command holds it. Where the OS has no
-    ``flock`` (Windows), the block runs unlocked."""
+    behind) for the block; ``OutputError`` at once when another command holds it, or when the folder was
+    swapped for another (``publish_whole``) between opening and locking it. Where the OS has no ``flock``
+    (Windows), the block runs unlocked."""
     if fcntl is None:
         yield
         return
     handle = os.open(out, os.O_RDONLY)
     try:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError as exc:
-            raise OutputError(
-                f"{printable(out)} is being written by another command right now; run this one when it "
-                "has finished (or choose another --out)"
-            ) from exc
+        busy = OutputError(
+            f"{printable(out)} is being written by another command right now; run this one when it "
+            "has finished (or choose another --out)"
+        )
+        if not _try_lock(handle):
+            raise busy
+        now = out.stat()
+        if (now.st_ino, now.st_dev) != (os.fstat(handle).st_ino, os.fstat(handle).st_dev):
+            raise busy
         yield
     finally:
         os.close(handle)  # closing the folder releases the lock
 
 
+def _try_lock(handle: int) -> bool:
+    """Whether an exclusive ``flock`` on ``handle`` was taken (False: another process holds one)."""
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True
+
+
 def publish(stage: Path, out: Path, owner: str, force: bool, part: str | None = None) -> Published:
     """Move every file under ``stage`` (only those under its subfolder ``part``, when given) to the same
     relative path in ``out``, remove ``owner``'s earlier files the new output does not have, and record the
-    new files in the manifest as ``owner``'s.
-
-    Raises ``OutputError`` (nothing moved) when a file would replace one that is not ``owner``'s unchanged
-    file, unless ``force``; a folder in the way is never replaced. The signals that stop a command are held
-    while files are moved (``analysis.signals.held``), so they cannot leave the folder and its manifest
-    disagreeing. Manifest entries ``read_manifest`` refuses are never acted on: their lines are in
-    ``kept``."""
-    manifest = read_manifest(out)
-    owned = manifest.owners.get(owner, {})
+    new files in the manifest as ``owner``'s (``publish_whole`` with one owner, file by file)."""
     root = stage / part if part is not None else stage
-    staged = sorted(path.relative_to(stage).as_posix() for path in root.rglob("*") if path.is_file())
-    for rel in staged:
-        blocking = [parent for parent in Path(rel).parents if (out / parent).is_file()]
-        if blocking:
-            raise OutputError(f"{out / blocking[-1]} is a file where a folder of the output must go")
-        problem = _conflict(out, rel, owned)
-        if problem and (not force or (out / rel).is_dir()):
-            raise OutputError(problem)
-    digests = {rel: _sha256(stage / rel) for rel in staged}
+    return _publish(stage, out, {owner: _staged(stage, root)}, force, whole=False)
+
+
+def publish_whole(stage: Path, out: Path, parts: dict[str, str], force: bool) -> Published:
+    """Publish every file under ``stage``: those under each subfolder named in ``parts`` (subfolder ->
+    owner) as that owner's, the others as the owner ``parts`` gives for ``""``; where it can, by swapping a
+    new folder in for ``out`` in one step (module docstring), else file by file as ``publish``.
+
+    Raises ``OutputError`` (nothing moved) when a file would replace one that is not its owner's
+    unchanged file, unless ``force``, or when a folder of the output is a symbolic link; a folder in the
+    way is never replaced. The signals that stop a command are held while files are moved
+    (``analysis.signals.held``). Manifest entries ``read_manifest`` refuses are never acted on: their lines
+    are in ``kept``."""
+    staged: dict[str, list[str]] = {}
+    for rel in _staged(stage, stage):
+        top = rel.split("/")[0] if "/" in rel else ""
+        owner = parts.get(top, parts[""])
+        staged.setdefault(owner, []).append(rel)
+    return _publish(stage, out, staged, force, whole=True)
+
+
+def _staged(stage: Path, root: Path) -> list[str]:
+    return sorted(path.relative_to(stage).as_posix() for path in root.rglob("*") if path.is_file())
+
+
+def _publish(stage: Path, out: Path, staged: dict[str, list[str]], force: bool, whole: bool) -> Published:
+    """``publish`` and ``publish_whole``: ``staged``, each owner's files (relative to ``stage``)."""
+    manifest = read_manifest(out)
+    for owner, rels in staged.items():
+        for rel in rels:
+            _check_place(out, rel)
+            problem = _conflict(out, rel, manifest.digests(owner, rel))
+            if problem and (not force or (out / rel).is_dir()):
+                raise OutputError(problem)
+    digests = {owner: {rel: _sha256(stage / rel) for rel in rels} for owner, rels in staged.items()}
+    try:
+        with held():
+            swapped = _swapped(stage, out, manifest, digests) if whole else None
+            if swapped is not None:
+                return swapped
+            return _moved(stage, out, manifest, digests)
+    except OSError as exc:
+        where = f" at {printable(exc.filename)}" if exc.filename else ""
+        raise OutputError(f"writing into {printable(out)} failed ({_reason(exc)}){where}") from exc
+
+
+def _check_place(out: Path, rel: str) -> None:
+    """``OutputError`` when a folder ``out/rel`` goes into is a file, or a symbolic link (the files would
+    be written where it points, perhaps outside the output folder)."""
+    for parent in reversed(Path(rel).parents[:-1]):
+        folder = out / parent
+        if folder.is_symlink():
+            raise OutputError(
+                f"{printable(folder)} is a symbolic link where a folder of the output must go: files are "
+                "written into the output folder only; replace the link by a folder (or choose another --out)"
+            )
+        if folder.is_file():
+            raise OutputError(f"{printable(folder)} is a file where a folder of the output must go")
+
+
+def _moved(stage: Path, out: Path, manifest: Manifest, digests: dict[str, dict[str, str]]) -> Published:
+    """Move the staged files in one by one: first a manifest that names both the new files and the earlier
+    ones (their digests ``pending``), so that a command killed halfway leaves only files that are its own;
+    then the renames, the removal of the owners' stale files, and the final manifest."""
     written, removed, kept = [], [], list(manifest.problems)
-    with held():
+    owned = {owner: manifest.owners.get(owner, {}) for owner in digests}
+    during = {owner: {**owned[owner], **files} for owner, files in digests.items()}
+    _write_manifest(out, during, manifest, pending=owned)
+    for files in digests.values():
+        for rel in files:
+            target = out / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            (stage / rel).replace(target)
+            written.append(target)
+    for owner, files in digests.items():
+        for rel, digest in owned[owner].items():
+            path = out / rel
+            if rel in files or not _inside(out, rel) or not path.is_file() or path.is_symlink():
+                continue
+            if _sha256(path) in (digest, *manifest.digests(owner, rel)):
+                path.unlink()
+                removed.append(path)
+            else:
+                kept.append(f"{path}: left in place: written by an earlier run, changed since")
+    _write_manifest(out, digests, manifest)
+    return Published(written=tuple(sorted(written)), removed=tuple(removed), kept=tuple(kept))
+
+
+#: The name of a folder ``publish_whole`` builds beside the output folder ``OUT``: ``.OUT.launchbench-…``.
+_SWAP_INFIX = ".launchbench-swap-"
+
+
+def _swapped(
+    stage: Path, out: Path, manifest: Manifest, digests: dict[str, dict[str, str]]
+) -> Published | None:
+    """Publish by swapping in a new folder (module docstring), or None (nothing done) where the folder
+    cannot be swapped: it holds anything but the manifest, launchbench's own left-overs and the owners'
+    files (those replaced, and stale ones unchanged since written), or it is a link, a mount point, the
+    current folder (or one above it), another user's, or the OS cannot swap two folders in one step."""
+    stale = _only_own_files(out, manifest, digests)
+    if stale is None or not _swappable(out):
+        return None
+    parent = out.absolute().parent
+    try:
+        new = Path(tempfile.mkdtemp(prefix=f".{out.name}{_SWAP_INFIX}", dir=parent))
+    except OSError:
+        return None
+    handle = os.open(new, os.O_RDONLY)
+    try:
+        if fcntl is not None:
+            _try_lock(handle)  # held until the old folder is gone: a later command leaves it alone
+        new.chmod(stat.S_IMODE(out.stat().st_mode))
+        moved: list[str] = []
         try:
-            for rel in staged:
-                target = out / rel
-                target.parent.mkdir(parents=True, exist_ok=True)
-                (stage / rel).replace(target)
-                written.append(target)
-            for rel, digest in owned.items():
-                path = out / rel
-                if rel in digests or not _inside(out, rel) or not path.is_file() or path.is_symlink():
-                    continue
-                if _sha256(path) == digest:
-                    path.unlink()
-                    removed.append(path)
-                else:
-                    kept.append(f"{path}: left in place: written by an earlier run, changed since")
-            _write_manifest(out, owner, digests, manifest)
-        except OSError as exc:
-            where = f" at {printable(exc.filename)}" if exc.filename else ""
-            raise OutputError(f"writing into {printable(out)} failed ({_reason(exc)}){where}") from exc
-    return Published(written=tuple(written), removed=tuple(removed), kept=tuple(kept))
+            for files in digests.values():
+                for rel in files:
+                    (new / rel).parent.mkdir(parents=True, exist_ok=True)
+                    (stage / rel).replace(new / rel)
+                    moved.append(rel)
+            owners = {**manifest.owners, **digests}
+            _write_manifest(new, owners, Manifest(owners, ()))
+            if not _exchange(parent, new.name, out.name):
+                raise _CannotSwap
+        except (OSError, _CannotSwap):
+            for rel in moved:  # back where they were staged: they are moved one by one instead
+                (new / rel).replace(stage / rel)
+            shutil.rmtree(new, ignore_errors=True)
+            return None
+        shutil.rmtree(new, ignore_errors=True)  # the old folder, now under the new one's name
+    finally:
+        os.close(handle)
+    written = tuple(sorted(out / rel for files in digests.values() for rel in files))
+    return Published(written=written, removed=tuple(out / rel for rel in stale), kept=manifest.problems)
 
 
-def _write_manifest(out: Path, owner: str, files: dict[str, str], manifest: Manifest) -> None:
-    """Record ``files`` as ``owner``'s in ``out``'s manifest (the other owners' sound entries of
-    ``manifest`` kept, the refused ones dropped), atomically."""
+class _CannotSwap(Exception):
+    """The OS or the file system cannot swap two folders in one step."""
+
+
+def _only_own_files(out: Path, manifest: Manifest, digests: dict[str, dict[str, str]]) -> list[str] | None:
+    """The owners' stale files in ``out`` (theirs, unchanged, not published again) when everything in it is
+    the manifest, launchbench's own left-overs or the owners' files; None otherwise (a folder swapped in
+    would lose the rest)."""
+    stale = []
+    for root, folders, files in os.walk(out):
+        here = Path(root)
+        for name in folders:
+            if (here / name).is_symlink():
+                return None
+        if here == out:
+            folders[:] = [name for name in folders if not name.startswith(_STAGING_PREFIX)]
+        for name in files:
+            rel = (here / name).relative_to(out).as_posix()
+            path = here / name
+            if here == out and (
+                name == MANIFEST_NAME or name.startswith((f"{MANIFEST_NAME}.", ".launchbench-probe-"))
+            ):
+                continue
+            if path.is_symlink() or not path.is_file():
+                return None
+            if any(rel in files_ for files_ in digests.values()):
+                continue
+            if not any(_sha256(path) in manifest.digests(owner, rel) for owner in digests):
+                return None
+            stale.append(rel)
+    return stale
+
+
+def _swappable(out: Path) -> bool:
+    """Whether ``out`` itself may be swapped for another folder: Linux, a folder of this user's that is no
+    link or mount point and holds no process's current folder we know of (ours)."""
+    if not sys.platform.startswith("linux") or out.is_symlink() or os.path.ismount(out):
+        return False
+    try:
+        if Path.cwd().resolve().is_relative_to(out.resolve()):
+            return False
+        return out.stat().st_uid == os.getuid()
+    except OSError:
+        return False
+
+
+def _exchange(folder: Path, one: str, other: str) -> bool:
+    """Swap the entries ``one`` and ``other`` of ``folder`` in one step (``renameat2`` with
+    ``RENAME_EXCHANGE``); False where the C library or the file system cannot."""
+    try:
+        import ctypes
+        import errno
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        renameat2 = libc.renameat2
+    except (ImportError, OSError, AttributeError):
+        return False
+    renameat2.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    handle = os.open(folder, os.O_RDONLY)
+    try:
+        if renameat2(handle, os.fsencode(one), handle, os.fsencode(other), _RENAME_EXCHANGE) == 0:
+            return True
+        code = ctypes.get_errno()
+    finally:
+        os.close(handle)
+    if code in (errno.EINVAL, errno.ENOSYS, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV):
+        return False
+    raise OSError(code, os.strerror(code), str(folder / other))
+
+
+#: ``renameat2``'s flag that swaps two names (linux/fs.h).
+_RENAME_EXCHANGE = 2
+
+
+def _remove_swapped_leftovers(out: Path) -> None:
+    """Remove the folders ``publish_whole`` left beside ``out`` when it was killed (a new folder half built,
+    or the old one half removed); one still locked belongs to a command at work and is left alone."""
+    try:
+        leftovers = list(out.absolute().parent.glob(f".{glob.escape(out.name)}{_SWAP_INFIX}*"))
+    except OSError:
+        return
+    for folder in leftovers:
+        if folder.is_symlink() or not folder.is_dir():
+            continue
+        try:
+            handle = os.open(folder, os.O_RDONLY)
+        except OSError:
+            continue
+        try:
+            if fcntl is None or _try_lock(handle):
+                shutil.rmtree(folder, ignore_errors=True)
+        finally:
+            os.close(handle)
+
+
+def _write_manifest(
+    out: Path, owners: dict[str, dict[str, str]], manifest: Manifest, pending: dict | None = None
+) -> None:
+    """Record ``owners``' files in ``out``'s manifest (the other owners' sound entries of ``manifest`` kept,
+    the refused ones dropped; ``pending``, the digests of files not replaced yet), atomically."""
     path = out / MANIFEST_NAME
-    owners = {**manifest.owners, owner: files}
-    text = json.dumps({"version": MANIFEST_VERSION, "owners": owners}, indent=1, sort_keys=True)
+    doc: dict[str, object] = {"version": MANIFEST_VERSION, "owners": {**manifest.owners, **owners}}
+    pending = {
+        **{owner: files for owner, files in manifest.pending.items() if owner not in owners},
+        **(pending or {}),
+    }
+    if pending:
+        doc["pending"] = pending
+    text = json.dumps(doc, indent=1, sort_keys=True)
     handle, name = tempfile.mkstemp(prefix=f"{MANIFEST_NAME}.", dir=out)
     with os.fdopen(handle, "w", encoding="utf-8") as file:
         file.write(text + "\n")

@@ -20,11 +20,11 @@ import pandas as pd
 from analysis import ops
 from analysis.compare import BY_MACHINE, compared_table, group_runs
 from analysis.decode_text import prediction_cell, rounds_below_text, where
-from analysis.figures import FIGURES_DIR, publish_figures, write_figures
+from analysis.figures import FIGURES_DIR, FIGURES_OWNER, write_figures
 from analysis.fits import Fits, fit_all
 from analysis.host import BANDWIDTH_OPS
 from analysis.memo import Memo
-from analysis.output import DEFAULT_FIGURE_FORMATS, publish, staging
+from analysis.output import DEFAULT_FIGURE_FORMATS, publish_whole, staging
 from analysis.render import figure_lines, markdown_table, with_interval
 from analysis.runs import Selection, selection_lines
 from analysis.sentinel import drift_line, speed_line, speed_ratios
@@ -561,20 +561,20 @@ def write_report(
     ``formats`` ("png", "svg"), write ``out_dir/report.md``: busy-machine verdicts first, then the runs used
     and left out, then the tables; report.md links only the files written.
 
-    The files are written aside and put in place by ``analysis.output.publish`` (``force``: replace a
-    report.md or figure the report did not write, or one edited since); raises
+    The files are written aside and put in place together by ``analysis.output.publish_whole`` (a new
+    folder swapped in for the old, where it can: a stop, SIGKILL included, leaves the old report or the
+    new one; ``force``: replace a report.md or figure the report did not write, or one edited since); raises
     ``analysis.output.OutputError`` when a file in the way may not be replaced. ``memo``: where fits,
     tables and figures computed before from the same rows are kept (``analysis.memo``)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     with staging(out_dir) as stage:
         written = _write_report(selection, stage, baseline, formats, memo)
-        figures = publish_figures(stage, out_dir, force)
-        report = publish(stage, out_dir, OWNER, force)
+        published = publish_whole(stage, out_dir, {FIGURES_DIR: FIGURES_OWNER, "": OWNER}, force)
     return WrittenReport(
         path=out_dir / REPORT_NAME,
         figures=tuple(out_dir / path.relative_to(stage) for path in written.figures),
-        removed=figures.removed + report.removed,
-        kept=figures.kept + report.kept,
+        removed=published.removed,
+        kept=published.kept,
     )
 
 

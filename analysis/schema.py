@@ -450,7 +450,7 @@ def check_run(doc: object, source: str) -> CheckedRun:
     benchmarks = doc["benchmarks"]
     if not benchmarks:
         return unusable("saved run holds no benchmarks")
-    ours = [bench for bench in benchmarks if _is_ours(bench)]
+    ours = [bench for bench in benchmarks if is_ours(bench)]
     if not ours:
         return unusable(f"no launchbench case among its {len(benchmarks)} benchmarks (another suite's run?)")
     record = doc.get(RUN_RECORD_KEY)
@@ -489,7 +489,7 @@ def check_run(doc: object, source: str) -> CheckedRun:
     return CheckedRun(run=run, cases=tuple(cases), problems=tuple(problems))
 
 
-def _is_ours(bench: object) -> bool:
+def is_ours(bench: object) -> bool:
     """True for a benchmark that launchbench's ``record`` tagged (its ``extra_info`` names the suite)."""
     if not isinstance(bench, Mapping):
         return False

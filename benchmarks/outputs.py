@@ -8,11 +8,18 @@ that fills up (or a file-size limit, a folder removed) while the cases run is on
 at all (never a truncated run under the storage's own name) and, when it cannot, keeps the run in a
 fallback folder (``fallback_folders``) named in one line, so minutes of measurement are never lost to a
 full disk.
+
+A run saved into the storage takes the next free number (``write_numbered``): pytest-benchmark's own
+numbering globs four digits, so past ``9999_`` every save was ``10000_`` and replaced the last, and two
+sessions saving at once took one number and one run was lost (issue 32). The number is one more than any
+the folder holds, of any number of digits, and the file is put in place by a hard link, which never
+replaces a file: a session that finds its number taken meanwhile takes the next.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import tempfile
 from collections.abc import Callable
@@ -91,6 +98,12 @@ def write_run(path: Path, data: bytes, say: Callable[[str], None]) -> Path | Non
         return path
     except OSError as error:
         reason = error.strerror or str(error)
+    return _saved_elsewhere(path, data, reason, say)
+
+
+def _saved_elsewhere(path: Path, data: bytes, reason: str, say: Callable[[str], None]) -> Path | None:
+    """The run that could not be saved to ``path`` (``reason``) saved to the first of ``fallback_folders``
+    that takes it, with one line naming both; None (also said) when none does."""
     for folder in fallback_folders():
         fallback = folder / f"launchbench-unsaved-{os.getpid()}-{path.name}"
         try:
@@ -107,17 +120,95 @@ def write_run(path: Path, data: bytes, say: Callable[[str], None]) -> Path | Non
     return None
 
 
+def write_numbered(folder: Path, name: str, data: bytes, say: Callable[[str], None]) -> Path | None:
+    """Save ``data`` (one run) into the storage ``folder`` as ``NNNN_name.json``, NNNN the next free number
+    (``next_number``), never replacing a file: written whole into a hidden file, then linked under its
+    number (a number taken meanwhile by another session: the next one). Where it cannot be written there,
+    as ``write_run``. Return where the run is, or None when it is lost (said)."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        return _link_numbered(folder, name, data)
+    except OSError as error:
+        reason = error.strerror or str(error)
+    return _saved_elsewhere(folder / f"{next_number(folder, quiet=True):04d}_{name}.json", data, reason, say)
+
+
+def next_number(folder: Path, quiet: bool = False) -> int:
+    """One more than the largest number a saved run in ``folder`` starts with (``0001_x.json``,
+    ``10000_x.json``: any number of digits), or 1; ``quiet``: 1 when the folder cannot be listed."""
+    try:
+        names = [entry.name for entry in os.scandir(folder)]
+    except OSError:
+        if quiet:
+            return 1
+        raise
+    numbers = [
+        int(head) for head, sep, _ in (name.partition("_") for name in names) if sep and head.isdigit()
+    ]
+    return max(numbers, default=0) + 1
+
+
+def _link_numbered(folder: Path, name: str, data: bytes) -> Path:
+    """``write_numbered``'s save into ``folder``: ``OSError`` when it cannot write there."""
+    handle, hidden = tempfile.mkstemp(prefix=f".{name}.", suffix=".partial", dir=folder)
+    try:
+        _fill(handle, data)
+        while True:
+            path = folder / f"{next_number(folder):04d}_{name}.json"
+            try:
+                os.link(hidden, path)
+            except FileExistsError:
+                continue  # another session took the number since it was counted: the next one
+            except OSError as error:
+                if error.errno not in _NO_LINKS:
+                    raise
+                if not _created(path, data):
+                    continue
+            return path
+    finally:
+        with contextlib.suppress(OSError):
+            Path(hidden).unlink()
+
+
+#: ``os.link``'s errors on a file system without hard links (FAT, some network file systems).
+_NO_LINKS = frozenset(code for code in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.ENOSYS) if code)
+
+
+def _created(path: Path, data: bytes) -> bool:
+    """``data`` written into ``path`` created anew (``O_EXCL``: never a file that is there), where no hard
+    link can be made; False when ``path`` is there already. A file cut short by a full disk is removed."""
+    try:
+        handle = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
+    except FileExistsError:
+        return False
+    try:
+        with os.fdopen(handle, "wb") as file:
+            file.write(data)
+            file.flush()
+            os.fsync(file.fileno())
+    except BaseException:
+        with contextlib.suppress(OSError):
+            path.unlink()
+        raise
+    return True
+
+
+def _fill(handle: int, data: bytes) -> None:
+    """Write ``data`` into the new file ``handle`` (closed after), flushed to disk, with the permissions any
+    new file gets here (``mkstemp`` makes it private)."""
+    os.fchmod(handle, 0o666 & ~_umask())
+    with os.fdopen(handle, "wb") as file:
+        file.write(data)
+        file.flush()
+        os.fsync(file.fileno())
+
+
 def _write_whole(path: Path, data: bytes) -> None:
     """Write ``data`` to ``path`` through a hidden file beside it, renamed into place once written and
     flushed to disk; the hidden file is removed when anything fails."""
     handle, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent)
     try:
-        # mkstemp makes the file private (0600); a saved run gets the permissions any new file gets here
-        os.fchmod(handle, 0o666 & ~_umask())
-        with os.fdopen(handle, "wb") as file:
-            file.write(data)
-            file.flush()
-            os.fsync(file.fileno())
+        _fill(handle, data)
         Path(name).replace(path)
     except BaseException:
         with contextlib.suppress(OSError):
@@ -133,8 +224,9 @@ def _umask() -> int:
 
 
 def guard_saving(session: Any, say: Callable[[str], None]) -> None:
-    """Make pytest-benchmark's ``session`` save through ``write_run``: the ``--benchmark-json`` file, and the
-    file storage's next run file (other storage backends report their own errors). The bytes written are
+    """Make pytest-benchmark's ``session`` save through ``write_run``: the ``--benchmark-json`` file, and,
+    through ``write_numbered``, the file storage's next run file (other storage backends report their own
+    errors). The bytes written are
     pytest-benchmark's own (``safe_dumps``, as its writers do)."""
     from pytest_benchmark.utils import safe_dumps
 
@@ -149,11 +241,7 @@ def guard_saving(session: Any, say: Callable[[str], None]) -> None:
     if isinstance(getattr(storage, "path", None), Path) and hasattr(storage, "get"):
 
         def save(output_json: dict, save: str) -> None:
-            try:
-                path = storage.get(f"{storage._next_num}_{save}.json")
-            except OSError as error:  # the storage folder itself cannot be listed any more
-                path = storage.path / f"{save}.json"
-                say(f"launchbench: the storage {storage.path} cannot be read ({error.strerror or error})")
-            write_run(path, encoded(output_json), say)
+            folder = storage.get(f"{save}.json").parent  # the machine's folder (made by pytest-benchmark)
+            write_numbered(folder, save, encoded(output_json), say)
 
         storage.save = save

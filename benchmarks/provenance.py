@@ -138,6 +138,23 @@ def chosen_name(name: str | None) -> str | None:
     return None
 
 
+def name_problem(name: str | None) -> str | None:
+    """Why the machine name the session would save (``name``, from ``--machine``, else
+    ``LAUNCHBENCH_MACHINE``: ``chosen_name``) cannot be one, or None: it must be printable text (no newline,
+    tab, escape or other control character, and valid UTF-8: an environment variable's undecodable bytes
+    arrive as unpaired surrogates). Analysis drops a run whose machine id is not (``analysis.schema``), so
+    such a name is refused before anything is measured, not found after the run was saved."""
+    chosen = chosen_name(name)
+    if chosen is None or chosen.isprintable():
+        return None
+    where = "--machine" if name is not None and name.strip() else MACHINE_NAME_VARIABLE
+    bad = next(char for char in chosen if not char.isprintable())
+    return (
+        f"{where} {chosen!r}: a machine name must be printable text (it holds {bad!r}: a control character, "
+        "or a byte that is not UTF-8); give one without"
+    )
+
+
 def machine_id(
     host: str,
     system: object,
@@ -164,14 +181,17 @@ def installation_fingerprint() -> str | None:
     raw = _installation_id()
     if not raw:
         return None
-    digest = hmac.new(_FINGERPRINT_KEY, raw.encode("utf-8"), hashlib.sha256).hexdigest()
+    digest = hmac.new(_FINGERPRINT_KEY, raw.encode("utf-8", "surrogateescape"), hashlib.sha256).hexdigest()
     return digest[:FINGERPRINT_CHARS]
 
 
 def _installation_id() -> str | None:
-    """The OS installation's own id as text, or None where it keeps none or it cannot be read."""
+    """The OS installation's own id as text, or None where it keeps none or it cannot be read. An id file
+    that is not UTF-8 (machine-id(5) says hex, but a broken image may hold anything) is read byte for byte
+    (``surrogateescape``): the fingerprint still tells the installation apart, and the rest of the host's
+    facts are kept."""
     for path in MACHINE_ID_FILES:
-        text = _read_text(path)
+        text = _read_id(path)
         if text:
             return text
     if sys.platform == "darwin":
@@ -336,11 +356,20 @@ def fill_commit_info(commit_info: dict[str, object], environ: Mapping[str, str] 
         commit_info.update(commit)
 
 
-def _read_text(path: Path) -> str | None:
-    """Return the stripped text of ``path``, or None when it is missing or unreadable."""
+def _read_id(path: Path) -> str | None:
+    """The stripped text of the id file ``path``, bytes that are not UTF-8 kept as they are
+    (``surrogateescape``), or None when it is missing or unreadable."""
     try:
-        return path.read_text().strip()
+        return path.read_bytes().decode("utf-8", "surrogateescape").strip()
     except OSError:
+        return None
+
+
+def _read_text(path: Path) -> str | None:
+    """Return the stripped text of ``path``, or None when it is missing, unreadable or not UTF-8."""
+    try:
+        return path.read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError):
         return None
 
 

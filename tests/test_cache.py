@@ -156,8 +156,8 @@ def test_a_damaged_cache_costs_a_parse_not_a_wrong_row(tmp_path: Path, no_parsin
     no_parsing.clear()
     _same(expected, load.load_runs([storage], samples=True, cache=folder))
     assert len(no_parsing) == 4
-    for segment in folder.rglob("*.files.parquet"):
-        segment.write_bytes(b"not parquet")
+    for segment in folder.rglob("*.index"):
+        segment.write_bytes(b"not an index")
     _same(load.load_runs([storage], samples=True), load.load_runs([storage], samples=True, cache=folder))
 
 

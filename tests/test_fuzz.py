@@ -28,6 +28,12 @@ Beyond launchbench's own runs (issue 21):
 - any path text (globs, "..", a link loop, a pipe, a name too long, control characters) loads or is one
   line, and as ``--out`` is created or refused in one line.
 
+Beyond the runs, the caches (issue 32): any change to the bytes of a cached rows file, a cache
+segment's index or a kept result (a flipped bit, a cut, an inserted or zeroed run of bytes, an empty file, a
+pickle that would run a command, a sealed value of another shape, an unknown tag, nesting past any parser's
+limit) serves the rows parsing gives and the result computed, or nothing, and runs no code; any bytes are a
+sealed value or one ValueError.
+
 Bounded for CI by the shared profiles of ``tests/conftest.py`` (derandomized; the CLI tests draw a share of
 the profile's examples); ``LAUNCHBENCH_HYPOTHESIS=deep`` for a longer local hunt.
 """
@@ -614,3 +620,153 @@ def test_any_path_loads_or_is_one_line_and_any_out_is_checked(workdir: Path, pat
             remove_created(created)
     finally:
         os.chdir(here)
+
+
+# --- the caches' bytes (issue 32) ---------------------------------------------------------------------------
+#
+# A cache file lives in a user's folder, where a disk, a copy or a hand may change any byte: whatever is done
+# to the bytes of a cached rows file, a segment's index or a kept result, what is served is what parsing and
+# computing give (or the file is set aside and it is parsed or computed again), and nothing else is raised.
+
+#: What is done to a cache file: a bit flipped, the file cut short, a byte inserted, a run of bytes zeroed,
+#: or the whole replaced (empty, a pickle that would run a command if unpickled, a sealed value of another
+#: shape, a sealed unknown tag, a sealed JSON nested past any parser's limit).
+_CACHE_CHANGE = st.one_of(
+    st.tuples(st.just("flip"), st.floats(min_value=0, max_value=1), st.integers(min_value=0, max_value=7)),
+    st.tuples(st.just("truncate"), st.floats(min_value=0, max_value=1), st.just(0)),
+    st.tuples(
+        st.just("insert"), st.floats(min_value=0, max_value=1), st.integers(min_value=0, max_value=255)
+    ),
+    st.tuples(st.just("zero"), st.floats(min_value=0, max_value=1), st.integers(min_value=1, max_value=4096)),
+    st.tuples(
+        st.just("replace"),
+        st.just(0.0),
+        st.sampled_from(["empty", "pickle", "other-shape", "unknown-tag", "deep"]),
+    ),
+)
+
+
+def _changed_bytes(data: bytes, change: tuple, marker: Path) -> bytes:
+    """``data`` with ``change`` (``_CACHE_CHANGE``) done to it; ``marker``: the file the pickle would make."""
+    from analysis.sealed import seal
+
+    kind, where, value = change
+    at = min(int(where * len(data)), max(len(data) - 1, 0))
+    if kind == "flip" and data:
+        return data[:at] + bytes([data[at] ^ (1 << value)]) + data[at + 1 :]
+    if kind == "truncate":
+        return data[:at]
+    if kind == "insert":
+        return data[:at] + bytes([value]) + data[at:]
+    if kind == "zero":
+        return data[:at] + bytes(min(value, len(data) - at)) + data[at + value :]
+    return {
+        "empty": b"",
+        "pickle": f"cos\nsystem\n(S'touch {marker}'\ntR.".encode(),
+        "other-shape": seal(b'{"l":[1,2,3]}'),
+        "unknown-tag": seal(b'{"zz":[1]}'),
+        "deep": seal(b"[" * DEEP + b"]" * DEEP),
+    }.get(value, data)
+
+
+@pytest.fixture(scope="module")
+def cached_runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, object]:
+    """A storage of two real runs (old enough to be cached), a cache filled from it (raw samples of the
+    fits' cases kept) and what loading them without the cache gives."""
+    from analysis.fits import uses_samples
+
+    folder = tmp_path_factory.mktemp("cached-runs")
+    runs = folder / "runs"
+    runs.mkdir()
+    for name, source in (("0001_good.json", GOOD), ("0002_quick.json", QUICK)):
+        shutil.copy(source, runs / name)
+        os.utime(runs / name, (1e9, 1e9))
+    load_runs([runs], samples=uses_samples, cache=folder / "cache")
+    return runs, folder / "cache", load_runs([runs], samples=uses_samples)
+
+
+@settings(max_examples=max(10, settings().max_examples // 10))
+@given(rows=st.booleans(), change=_CACHE_CHANGE)
+def test_a_mutated_cache_file_never_changes_a_row(
+    cached_runs: tuple[Path, Path, object], rows: bool, change: tuple
+) -> None:
+    from analysis.fits import uses_samples
+
+    runs, pristine, expected = cached_runs
+    with tempfile.TemporaryDirectory(prefix="launchbench-fuzz-cache-") as scratch:
+        cache = Path(scratch) / "cache"
+        shutil.copytree(pristine, cache)
+        (target,) = [
+            path
+            for path in cache.rglob("*")
+            if path.is_file()
+            and path.name.endswith(".rows.parquet") == rows
+            and not path.name.startswith(".")
+        ]
+        marker = Path(scratch) / "ran"
+        target.write_bytes(_changed_bytes(target.read_bytes(), change, marker))
+        for _ in range(2):  # the load that meets the damage, and the next one
+            got = load_runs([runs], samples=uses_samples, cache=cache)
+            pd.testing.assert_frame_equal(expected.frame.drop(columns="data"), got.frame.drop(columns="data"))
+            for want, have in zip(expected.frame["data"], got.frame["data"], strict=True):
+                assert (want is None and have is None) or np.array_equal(want, have)
+            pd.testing.assert_frame_equal(expected.runs, got.runs)
+            assert got.problems == expected.problems
+        assert not marker.exists()
+
+
+@pytest.fixture(scope="module")
+def kept_results(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, bytes]]:
+    """A memo of the good run's fits and compared table, and each kept result's ``analysis.sealed`` bytes."""
+    from analysis.compare import compared_table
+    from analysis.fits import fit_all, uses_samples
+    from analysis.memo import Memo
+    from analysis.sealed import dumps
+
+    folder = tmp_path_factory.mktemp("kept-results")
+    frame = load_runs([GOOD, QUICK], samples=uses_samples).frame
+    store = Memo(folder / "cache")
+    fits = fit_all(frame, memo=store)
+    compared_table(frame, fits, None, store)
+    originals = {}
+    for path in store.folder.iterdir():
+        key = path.name.removesuffix(".kept")
+        found, value = store.get(key)
+        assert found
+        originals[key] = dumps(value)
+    assert len(originals) >= 3
+    return folder / "cache", originals
+
+
+@settings(max_examples=max(10, settings().max_examples // 3))
+@given(which=st.integers(min_value=0), change=_CACHE_CHANGE)
+def test_a_mutated_kept_result_is_served_as_kept_or_not_at_all(
+    kept_results: tuple[Path, dict[str, bytes]], which: int, change: tuple
+) -> None:
+    from analysis.memo import Memo
+    from analysis.sealed import dumps
+
+    pristine, originals = kept_results
+    with tempfile.TemporaryDirectory(prefix="launchbench-fuzz-memo-") as scratch:
+        cache = Path(scratch) / "cache"
+        shutil.copytree(pristine, cache)
+        store = Memo(cache)
+        key = sorted(originals)[which % len(originals)]
+        path = store.folder / f"{key}.kept"
+        marker = Path(scratch) / "ran"
+        path.write_bytes(_changed_bytes(path.read_bytes(), change, marker))
+        found, value = store.get(key)
+        assert not found or dumps(value) == originals[key]
+        assert not marker.exists()
+
+
+@settings(max_examples=settings().max_examples)
+@given(data=st.binary(max_size=512) | st.text(max_size=64).map(str.encode))
+def test_any_bytes_are_a_sealed_value_or_one_value_error(data: bytes) -> None:
+    from analysis.sealed import Damaged, loads, seal, unseal
+
+    with contextlib.suppress(Damaged):
+        unseal(data)
+    for body in (data, unseal(seal(data))):
+        with contextlib.suppress(ValueError):
+            loads(body)

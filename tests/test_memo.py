@@ -190,11 +190,11 @@ def test_a_damaged_or_untrusted_result_is_computed_anew(fleet: Path, tmp_path: P
     frame = _frame([fleet])
     store = Memo(tmp_path / "cache")
     expected = fit_all(frame, memo=store).host
-    for path in store.folder.glob("*.pickle"):
-        path.write_bytes(b"not a pickle")
+    for path in store.folder.glob(f"*{memo.SUFFIX}"):
+        path.write_bytes(b"not a kept result")
     pd.testing.assert_frame_equal(fit_all(frame, memo=Memo(tmp_path / "cache")).host, expected)
-    store.folder.chmod(0o777)  # anyone may write there: nothing is unpickled from it
-    with mock.patch.object(memo.pickle, "load", _refuse):
+    store.folder.chmod(0o777)  # anyone may write there: nothing is read from it
+    with mock.patch.object(memo, "loads", _refuse):
         pd.testing.assert_frame_equal(fit_all(frame, memo=Memo(tmp_path / "cache")).host, expected)
 
 
@@ -202,23 +202,23 @@ def test_the_folder_is_trimmed_to_its_limit_least_recently_used_first(tmp_path: 
     store = Memo(tmp_path)
     store.put("old", b"x" * 1000)
     store.put("used", b"y" * 1000)
-    old, used = store.folder / "old.pickle", store.folder / "used.pickle"
+    old, used = store.folder / f"old{memo.SUFFIX}", store.folder / f"used{memo.SUFFIX}"
     for age, path in ((300, old), (200, used)):
         stamp = path.stat().st_mtime - age
         import os
 
         os.utime(path, (stamp, stamp))
     assert store.get("used") == (True, b"y" * 1000)  # used now: the newest
-    with mock.patch.object(memo, "LIMIT_BYTES", 2500):
+    with mock.patch.object(memo, "LIMIT_BYTES", 3500):  # two results of 1,000 bytes (base64, sealed)
         fresh = Memo(tmp_path)
         fresh.put("new", b"z" * 1000)
-    assert sorted(path.name for path in fresh.folder.iterdir()) == ["new.pickle", "used.pickle"]
+    assert sorted(path.name for path in fresh.folder.iterdir()) == [f"new{memo.SUFFIX}", f"used{memo.SUFFIX}"]
 
 
 def test_results_of_another_code_version_go_once_stale(tmp_path: Path) -> None:
     stale = tmp_path / "results-v1-0000"
     stale.mkdir(mode=0o700)
-    (stale / "k.pickle").write_bytes(b"x")
+    (stale / f"k{memo.SUFFIX}").write_bytes(b"x")
     recent = tmp_path / "results-v1-1111"
     recent.mkdir(mode=0o700)
     import os
@@ -266,16 +266,18 @@ def test_compare_with_the_memo_prints_what_it_prints_without(
         assert compare("--cache", str(tmp_path)) == bare
 
 
-def test_the_parsed_run_cache_keeps_each_repeated_text_once_and_every_value_as_it_was(tmp_path: Path) -> None:
-    import pickle
-
-    from analysis.cache import _write_infos
+def test_the_parsed_run_cache_keeps_each_repeated_text_once_and_every_value_as_it_was() -> None:
+    from analysis.cache import Fresh, Key, _index, _runs
+    from analysis.sealed import dumps, loads
 
     def text(value: str) -> str:  # a new object each time, as parsing JSON makes them
         return "".join(list(value))
 
-    infos = [
-        (
+    files = [
+        Fresh(
+            Key(f"/r/{i}.json", f"r/{i}.json", 1, 2, 3, 4, 5),
+            0,
+            1,
             {
                 text("machine_id"): text(f"box {i % 2}"),
                 text("flag"): True,
@@ -288,18 +290,17 @@ def test_the_parsed_run_cache_keeps_each_repeated_text_once_and_every_value_as_i
         )
         for i in range(4)
     ]
-    path = tmp_path / "infos.pickle"
-    _write_infos(infos, path)
-    loaded = pickle.loads(path.read_bytes())
-    assert loaded == infos
-    runs = [run for run, _, _ in loaded]
+    index = loads(dumps(_index(files, 0, "")))
+    runs = _runs(index["runs"], len(files))
+    assert runs == [f.run for f in files]
     assert all(type(run["flag"]) is bool and type(run["count"]) is int for run in runs)
     assert all(str(run["zero"]) == "-0.0" for run in runs)
     assert runs[0]["machine_id"] is runs[2]["machine_id"]
     assert runs[0]["families"] is runs[3]["families"]
     names = [next(iter(run)) for run in runs]
     assert all(name is names[0] for name in names)  # the field names too
-    assert loaded[0][2] is loaded[3][2]
+    keys = index["keys"]
+    assert keys["distinct"] == [("k",)] and keys["codes"] == [0, 0, 0, 0]
 
 
 def test_a_matplotlib_settings_file_is_part_of_a_kept_figures_key(

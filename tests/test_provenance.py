@@ -187,8 +187,9 @@ def test_unreadable_sysfs_leaves_none(monkeypatch: pytest.MonkeyPatch, tmp_path:
 
 
 def test_every_file_source_unreadable(monkeypatch: pytest.MonkeyPatch, no_gpu: None) -> None:
-    """No /proc/cpuinfo, no sysfs: the CPU model falls back to ``platform``, the rest to None."""
+    """No /proc/cpuinfo, no sysfs, no machine id: the CPU model falls back to ``platform``, the rest None."""
     monkeypatch.setattr(provenance, "_read_text", lambda path: None)
+    monkeypatch.setattr(provenance, "_read_id", lambda path: None)
     monkeypatch.setattr(provenance, "_darwin_caches", list)
     monkeypatch.setattr(provenance, "_sysctl", lambda name: None)
     monkeypatch.setattr(provenance.platform, "processor", lambda: "")
