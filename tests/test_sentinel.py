@@ -18,6 +18,7 @@ from analysis.__main__ import main
 from analysis.load import load_runs
 from analysis.sentinel import (
     DRIFT_LIMIT,
+    SPEED_LIMIT,
     drift,
     drift_line,
     from_record,
@@ -81,15 +82,18 @@ def test_a_record_without_a_usable_sentinel_has_none(damaged: dict) -> None:
     assert from_record(damaged) is None
 
 
-def test_drift_names_the_workload_and_its_two_checkpoints() -> None:
-    text = from_record(_record([1.0, 1.02, 1.15, 1.01]))
-    ratio, _, fast, slow = drift(text)
-    assert ratio == pytest.approx(0.15)
-    assert (fast, slow) == ("start", "before benchmarks/test_1.py")
+def test_drift_is_the_later_half_against_the_earlier_and_a_single_spike_is_none() -> None:
+    text = from_record(_record([1.0, 1.02, 0.99, 1.2, 1.21, 1.19]))
+    ratio, earlier, later = drift(text)
+    assert ratio == pytest.approx(0.2, rel=0.05)
+    assert earlier == "start … before benchmarks/test_1.py"
+    assert later == "before benchmarks/test_2.py … end"
     line = drift_line({"sentinel": text})
-    assert line.startswith("Machine speed drifted 15% during this run")
-    assert "1.15× slower before benchmarks/test_1.py than start" in line
-    assert drift_line({"sentinel": from_record(_record([1.0, 1.02, 1.0 + DRIFT_LIMIT / 2]))}) is None
+    assert line.startswith("Machine speed drifted 20% during this run (the speed sentinel 1.20× slower at")
+    faster = drift_line({"sentinel": from_record(_record([1.2, 1.2, 1.0, 1.0]))})
+    assert faster.startswith("Machine speed drifted 20% during this run") and "1.20× faster" in faster
+    assert drift(from_record(_record([1.0, 1.0, 1.5, 1.0, 1.0, 1.0])))[0] == pytest.approx(0.0)  # one spike
+    assert drift_line({"sentinel": from_record(_record([1.0, 1.0, 1.0 + DRIFT_LIMIT / 2]))}) is None
     assert drift_line({"sentinel": None}) is None
 
 
@@ -127,7 +131,7 @@ def test_a_run_on_a_slower_machine_is_named_with_its_ratio(tmp_path: Path) -> No
     assert ratios.loc[slow, "ratio"] == pytest.approx(1.25) and ratios.loc[slow, "others"] == 2
     assert ratios.drop(slow)["ratio"].tolist() == pytest.approx([1.0, 1.0])  # the usual: the median
     assert "ran 1.25× slower than this machine's usual" in speed_line(1.25, 2)
-    assert speed_line(1.02, 2) is None
+    assert speed_line(1.08, 2) is None
     assert "1.25× faster" in speed_line(0.8, 2)
 
 
@@ -180,10 +184,35 @@ def test_runs_saved_before_the_sentinel_are_left_as_measured_and_named(tmp_path:
 def test_the_summary_and_compare_say_a_drift(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     doc = json.loads(sorted(RUNS.glob("*.json"))[0].read_text(encoding="utf-8"))
     drifted = copy.deepcopy(doc)
-    drifted["launchbench_run"].update(_record([1.0, 1.2, 1.0]))
+    drifted["launchbench_run"].update(_record([1.0, 1.0, 1.2, 1.2]))
     path = tmp_path / "drifted.json"
     path.write_text(json.dumps(drifted), encoding="utf-8")
     assert main(["summary", str(path)]) == 0
     assert "Machine speed drifted 20% during this run" in capsys.readouterr().out
     assert main(["compare", str(path), "--no-cache"]) == 0
     assert "Machine speed drifted 20% during this run" in capsys.readouterr().out
+
+
+COMMITTED = Path(__file__).parent / "data"
+
+
+def test_the_limits_hold_on_the_committed_runs_with_a_sentinel() -> None:
+    """The quiet runs of today's code (three full, three quick; each record says quiet) stay under both
+    limits; the run with two spinning processes from its middle on (its record says busy) drifts past
+    DRIFT_LIMIT, and its line says where."""
+    loaded = load_runs([COMMITTED / "runs-xeon", COMMITTED / "sentinel"], samples=False)
+    runs = loaded.runs.set_index("source")
+    quiet = [source for source in runs.index if "loaded" not in source]
+    assert len(quiet) == 6
+    for source in quiet:
+        assert runs.loc[source, "other_cpu_share"] < 0.01  # the record calls it quiet
+        ratio = drift(runs.loc[source, "sentinel"])[0]
+        assert abs(ratio) < DRIFT_LIMIT / 2, (source, ratio)
+        assert drift_line(runs.loc[source].to_dict()) is None
+    (loaded_run,) = [source for source in runs.index if "loaded" in source]
+    line = drift_line(runs.loc[loaded_run].to_dict())
+    assert line.startswith("Machine speed drifted 14% during this run")
+    ratios = speed_ratios(loaded.runs)
+    assert ratios["ratio"].between(1 / (1 + SPEED_LIMIT), 1 + SPEED_LIMIT).all()
+    for point in json.loads(runs.loc[quiet[0], "sentinel"])["at"]:
+        assert point == "start" or point == "end" or point.startswith("before benchmarks/test_")

@@ -33,6 +33,9 @@ ROOT = Path(__file__).resolve().parents[1]
 DOCUMENTS = ("README.md", "docs/results.md")
 #: Today's committed runs: every quoted figure comes from them.
 RUNS = ROOT / "tests" / "data" / "runs"
+#: Today's code's full runs (with the probe case, the speed sentinel), on this project's current VM: the CPU
+#: decode step's prediction is held against these; ``RUNS`` (an older commit, another CPU) beside them.
+TODAY = ROOT / "tests" / "data" / "runs-xeon"
 
 _COMMAND = re.compile(r"```text\n\$ (python -m analysis [^\n]+)\n(.*?)```", re.DOTALL)
 _TABLE = re.compile(r"<!-- generated: (\w+) -->\n(.*?)<!-- end generated -->", re.DOTALL)
@@ -56,22 +59,23 @@ def command_output(command: str) -> str:
 
 
 @functools.cache
-def _fitted_runs() -> list[tuple[str, pd.DataFrame, Fits]]:
+def _fitted_runs(folder: Path = RUNS) -> list[tuple[str, pd.DataFrame, Fits]]:
     """Each committed run's file name, frame (raw samples read) and ``fit_all`` of it, loaded and fitted
     once for every table (each run is fitted alone: the tables hold one row per run)."""
     from analysis.fits import fit_all
     from analysis.load import load_runs
 
     runs = []
-    for path in sorted(RUNS.glob("*.json")):
+    for path in sorted(folder.glob("*.json")):
         frame = load_runs([path], samples=True).frame
         runs.append((path.name, frame, fit_all(frame)))
     return runs
 
 
-def _cpu_steps() -> Iterator[tuple[str, Any]]:
-    """(run file name, its CPU decode step row of ``decode_table``) for every committed run and plan."""
-    for name, _, fits in _fitted_runs():
+def _cpu_steps(folders: tuple[Path, ...] = (TODAY, RUNS)) -> Iterator[tuple[str, Any]]:
+    """(run file name, its CPU decode step row of ``decode_table``) for every committed run of ``folders``
+    and plan: today's code's runs first."""
+    for name, _, fits in (run for folder in folders for run in _fitted_runs(folder)):
         steps = fits.decode_steps
         yield from ((name, row) for row in steps[steps["device"] == "cpu"].itertuples(index=False))
 
@@ -85,7 +89,8 @@ def decode_runs_table() -> str:
 
     rows = [
         "| run | plan | measured | predicted [95 %] | measured ÷ predicted | seed's model | ÷ seed "
-        "| ÷ check | rounds below the probe estimate | read bandwidth | probe bandwidth |",
+        "| ÷ check | rounds below the probe estimate | prediction's bandwidth (its case) "
+        "| probe, same rounds |",
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for name, row in _cpu_steps():
@@ -93,26 +98,31 @@ def decode_runs_table() -> str:
             f"| `{name}` | {row.plan} | {fmt_time(row.measured_s)} | {prediction_cell(row)} | "
             f"{ratio_cell(row)} | {fmt_time(row.serial_s)} | {row.measured_s / row.serial_s:.2f}× | "
             f"{row.measured_s / row.check_s:.2f}× | {rounds_below_text(row)} | "
-            f"{fmt_rate(row.reference_bytes_per_s)} | {fmt_rate(row.probe_bytes_per_s)} |"
+            f"{fmt_rate(row.reference_bytes_per_s)} ({row.bandwidth_from}) | "
+            f"{fmt_rate(row.probe_bytes_per_s)} |"
         )
     return "\n".join(rows) + "\n"
 
 
 def decode_summary_line() -> str:
-    """One sentence over every committed run: the CPU decode step's measured ÷ predicted and ÷ the seed's
-    model, their ranges (the rows are ``decode_runs``)."""
-    predicted, seed = [], []
-    for _, row in _cpu_steps():
-        predicted.append(row.measured_over_predicted)
-        seed.append(row.measured_s / row.serial_s)
+    """Two sentences: the CPU decode step's measured ÷ predicted and ÷ the seed's model over today's code's
+    runs (``TODAY``), then over the older runs of another CPU (``RUNS``; the rows are ``decode_runs``)."""
 
     def ratio(value: float) -> str:
         return f"{value:.2f}×"
 
-    return (
-        f"The CPU decode step measures {_span(predicted, ratio)} its prediction from other cases and "
-        f"{_span(seed, ratio)} the seed's model ({len(predicted)} steps).\n"
-    )
+    lines = []
+    for folder, who in ((TODAY, "today's code"), (RUNS, "an older commit on an AMD EPYC VM")):
+        steps = [row for _, row in _cpu_steps((folder,))]
+        predicted = [row.measured_over_predicted for row in steps]
+        seed = [row.measured_s / row.serial_s for row in steps]
+        sources = ", ".join(sorted({str(row.bandwidth_from) for row in steps}))
+        lines.append(
+            f"- {who} (`{folder.relative_to(ROOT)}`, {len(steps)} steps): measured {_span(predicted, ratio)} "
+            f"its prediction from other cases (weights at the {sources} bandwidth), {_span(seed, ratio)} the "
+            "seed's model."
+        )
+    return "\n".join(lines) + "\n"
 
 
 def decode_gap_table() -> str:
