@@ -116,8 +116,13 @@ def steadiness_table(frame: pd.DataFrame) -> pd.DataFrame:
     if frame.empty or "data" not in frame:
         return pd.DataFrame(columns=columns)
     rows = []
+    unknown = pd.Series("", index=frame.index)
     for source, machine, name, data in zip(
-        frame["source"], frame["machine_id"], frame.get("name", frame["source"]), frame["data"], strict=True
+        frame.get("source", unknown),
+        frame.get("machine_id", unknown),
+        frame.get("name", unknown),
+        frame["data"],
+        strict=True,
     ):
         if not isinstance(data, np.ndarray | list | tuple):
             continue
@@ -140,7 +145,7 @@ def steadiness_line(table: pd.DataFrame) -> str | None:
     warm = table[table["kind"] == WARM_UP]
     if not warm.empty:
         line += f"; warm-ups took {int(warm['warm_up_rounds'].sum())} rounds in all"
-    unsteady = table[table["kind"] == NO_STEADY_STATE]["name"].astype(str).tolist()
+    unsteady = [name for name in table[table["kind"] == NO_STEADY_STATE]["name"].astype(str) if name]
     if unsteady:
         line += f"; no steady state: {', '.join(unsteady[:3])}{', …' if len(unsteady) > 3 else ''}"
     return line
