@@ -148,6 +148,15 @@ def decode_gap_table() -> str:
     return "\n".join(rows) + "\n"
 
 
+def steady_counts_line() -> str:
+    """The steady-state classes (``analysis.steady``) of every case of today's code's full runs, counted."""
+    from analysis.load import load_runs
+    from analysis.steady import steadiness_line, steadiness_table
+
+    frame = load_runs([TODAY], samples=True).frame
+    return f"{steadiness_line(steadiness_table(frame))} (`{TODAY.relative_to(ROOT)}`).\n"
+
+
 def ladder_calls_table() -> str:
     """One markdown row per committed run and caller of the framework ladder: t0 with its interval, its
     ratio to numpy's t0 in the same run, and r∞ (``analysis.frameworks.fit_calls``)."""
@@ -234,6 +243,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "decode_runs": decode_runs_table,
     "decode_summary": decode_summary_line,
     "decode_gap": decode_gap_table,
+    "steady_counts": steady_counts_line,
     "ladder_calls": ladder_calls_table,
     "ladder_steps": ladder_steps_table,
     "ladder_summary": ladder_summary_table,
