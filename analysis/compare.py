@@ -829,17 +829,25 @@ def _measured_rows(
 
 def unstable_text(rows: pd.DataFrame) -> str:
     """How unstable the worst of ``rows`` (a figure's rows in one group) is, "3.01× median/min, IQR 143 %"
-    (``analysis.trust``'s rule), or "" when none is."""
+    (``analysis.trust``'s rule), and "no steady state in 2 of 3 runs" where the rounds of some never settled
+    (``analysis.steady``, rows saved with their rounds); "" when neither."""
+    from analysis.steady import NO_STEADY_STATE, classify
     from analysis.trust import stability
 
+    parts = []
     table = stability(rows)
     unstable = table[table["unstable"]]
-    if unstable.empty:
-        return ""
-    worst = unstable.loc[unstable["median_over_min"].fillna(0).idxmax()]
-    iqr = worst["iqr_over_median"]
-    spread = f", IQR {fmt_percent(iqr)} of the median" if math.isfinite(iqr) else ""
-    return f"{worst['median_over_min']:.2f}× median/min{spread}"
+    if not unstable.empty:
+        worst = unstable.loc[unstable["median_over_min"].fillna(0).idxmax()]
+        iqr = worst["iqr_over_median"]
+        spread = f", IQR {fmt_percent(iqr)} of the median" if math.isfinite(iqr) else ""
+        parts.append(f"{worst['median_over_min']:.2f}× median/min{spread}")
+    if "data" in rows:
+        kinds = [classify(np.asarray(data)) for data in rows["data"] if isinstance(data, np.ndarray)]
+        unsteady = sum(kind is not None and kind.kind == NO_STEADY_STATE for kind in kinds)
+        if unsteady:
+            parts.append(f"no steady state in {unsteady} of {len(kinds)} run(s)")
+    return "; ".join(parts)
 
 
 def _measured_value(rows: pd.DataFrame, figure: MeasuredFigure) -> float:

@@ -207,8 +207,9 @@ def unstable_lines(table: pd.DataFrame, groups: Sequence[Group], markdown: bool)
         return []
     bullet = "- " if markdown else "  "
     worst = rows.assign(_worst=rows["unstable"].str.extract(r"^([0-9.]+)×", expand=False).astype(float))
+    # (a figure unsteady only, with no median/min to rank it by, sorts last)
     worst = worst.sort_values("_worst", ascending=False, kind="stable")
-    lines = [f"Unstable measurements ({len(rows)}; {STABILITY_RULE}):"]
+    lines = [f"Unstable measurements ({len(rows)}; {STABILITY_RULE}; or rounds with no steady state):"]
     lines += [
         f"{bullet}{codes[row.machine_id]}  {row.figure}: {row.unstable}"
         for row in worst.head(UNSTABLE_SHOWN).itertuples(index=False)

@@ -57,3 +57,26 @@ def test_the_committed_runs_are_counted_by_class_in_one_line() -> None:
     line = steadiness_line(table)
     assert line.startswith(f"Steady state of {len(table)} case measurements")
     assert f"{counts[FLAT]} flat" in line and f"{counts.get(NO_STEADY_STATE, 0)} no steady state" in line
+
+
+def test_compare_names_a_figure_whose_rounds_never_settled() -> None:
+    """Issue 34: "no steady state" is an instability wherever the case is compared (``unstable_text``)."""
+    import pandas as pd
+
+    from analysis.compare import unstable_text
+
+    rng = np.random.default_rng(3)
+    bumpy = np.r_[_noisy(1e-6, 100, rng), _noisy(1.5e-6, 100, rng), _noisy(1e-6, 100, rng)]
+    flat = _noisy(1e-6, 300, rng)
+    rows = pd.DataFrame(
+        {
+            "source": ["a", "b"],
+            "machine_id": "m",
+            "min": [bumpy.min(), flat.min()],
+            "median": [np.median(bumpy), np.median(flat)],
+            "iqr": [0.0, 0.0],
+            "data": [bumpy, flat],
+        }
+    )
+    assert unstable_text(rows) == "no steady state in 1 of 2 run(s)"
+    assert unstable_text(rows.iloc[1:]) == ""
