@@ -830,8 +830,10 @@ def _measured_rows(
 def unstable_text(rows: pd.DataFrame) -> str:
     """How unstable the worst of ``rows`` (a figure's rows in one group) is, "3.01× median/min, IQR 143 %"
     (``analysis.trust``'s rule), or "" when none is."""
-    from analysis.trust import stability
+    from analysis.trust import any_unstable, stability
 
+    if not any_unstable(rows):
+        return ""
     table = stability(rows)
     unstable = table[table["unstable"]]
     if unstable.empty:
@@ -907,6 +909,15 @@ class _Judge:
         quick = runs["quick"] if "quick" in runs else pd.Series(False, index=runs.index)
         self._quick = dict(zip(sources, quick.astype(bool), strict=True))
         self._items: list[verdicts.Evidence] = []
+        self._labelled: tuple[pd.Index, np.ndarray] | None = None
+
+    def _labels(self, sources: pd.Index) -> np.ndarray:
+        """The group of each of ``sources`` (None where unknown), kept for the next call: a figure's groups
+        are judged one after another against the same runs (a fleet: 10³ runs, 10 groups, 400 figures)."""
+        if self._labelled is None or self._labelled[0] is not sources:
+            labels = np.array([self._group_of.get(source) for source in sources], dtype=object)
+            self._labelled = (sources, labels)
+        return self._labelled[1]
 
     def add(
         self,
@@ -924,12 +935,13 @@ class _Judge:
         if fewest_rounds < verdicts.MIN_ROUNDS:
             return f"not judged: {fewest_rounds} round(s) in a run (fewer than {verdicts.MIN_ROUNDS})", -1
         sides = []
+        labels = self._labels(values.index)
         for label in (group, base):
-            runs = [source for source in values.index if self._group_of.get(source) == label]
-            if not runs:
+            runs = values.index[labels == label]
+            if not len(runs):
                 return MARK_NO_DATA, -1
             side_rounds = tuple(rounds[source] for source in runs) if rounds is not None else None
-            sides.append(verdicts.Side(values[runs].to_numpy(dtype=float), side_rounds))
+            sides.append(verdicts.Side(values.to_numpy(dtype=float)[labels == label], side_rounds))
         quick = any(self._quick.get(source, False) for source in values.index)
         default = verdicts.SPREAD.get((kind, quick), verdicts.SPREAD[("op cost", quick)])
         measured, freedom, used = (
@@ -949,19 +961,22 @@ class _Judge:
         judged = verdicts.correct(self._items, self.threshold)
         table = table.assign(ratio_low=math.nan, ratio_high=math.nan, p_value=math.nan, evidence="")
         numbers = table.pop("_verdict").to_numpy()
-        for position in np.flatnonzero(numbers >= 0):
-            number = int(numbers[position])
-            item = self._items[number]
-            index = table.index[position]
-            table.loc[index, ["mark", "ratio_low", "ratio_high", "p_value"]] = [
-                judged.marks[number],
-                judged.low[number],
-                judged.high[number],
-                judged.adjusted_p[number],
-            ]
-            for column in ("ratio", *ratio_columns):
-                table.loc[index, column] = item.ratio
-            table.loc[index, "evidence"] = _evidence_text(item, self.threshold)
+        positions = np.flatnonzero(numbers >= 0)
+        judged_rows = [int(numbers[position]) for position in positions]
+        # Column by column, not row by row: a fleet's table judges 400 figures.
+        for column, values in (
+            ("mark", [judged.marks[number] for number in judged_rows]),
+            ("ratio_low", [judged.low[number] for number in judged_rows]),
+            ("ratio_high", [judged.high[number] for number in judged_rows]),
+            ("p_value", [judged.adjusted_p[number] for number in judged_rows]),
+            *(
+                (column, [self._items[number].ratio for number in judged_rows])
+                for column in ("ratio", *ratio_columns)
+            ),
+            ("evidence", [_evidence_text(self._items[number], self.threshold) for number in judged_rows]),
+        ):
+            if judged_rows:
+                table.iloc[positions, table.columns.get_loc(column)] = values
         table.attrs["verdicts"] = judged
         return table
 
