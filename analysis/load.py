@@ -790,15 +790,15 @@ _WORKER_CHECK_S = 0.1
 #: Multithreaded runtimes after whose import a forked worker may deadlock on a lock one of their threads held
 #: (JAX warns so at every fork): where one is loaded, the workers start from a fork server instead.
 _THREADED_RUNTIMES = ("jax", "torch")
+#: The modules that draw the figures (matplotlib's importers): a report imports them while its files load.
+FIGURE_MODULES = tuple(
+    f"analysis.figures.{module}" for module in ("cpu", "decode", "gpu", "ladder", "machines")
+)
 #: The modules a fork server imports once, at its start, before it forks any worker: without them each
 #: loading or drawing worker imported pandas, matplotlib and analysis anew, and an in-process ``report`` of
 #: two runs with JAX loaded took 2.7-3.7 s instead of 1.0-1.2 s (load 2; docs/speed.md, "The test suite").
 #: The workers still start bare of the parent's state.
-FORK_SERVER_PRELOAD = (
-    "analysis.load",
-    "analysis.report",
-    *(f"analysis.figures.{module}" for module in ("cpu", "decode", "gpu", "ladder", "machines")),
-)
+FORK_SERVER_PRELOAD = ("analysis.load", "analysis.report", *FIGURE_MODULES)
 
 
 def usable_cpus() -> int:
