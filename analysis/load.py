@@ -61,7 +61,7 @@ import numpy as np
 import pandas as pd
 from pandas.api.types import union_categoricals
 
-from analysis.cache import Entry, Fresh, Key, RunCache, open_cache, text_categorical
+from analysis.cache import Entry, Fresh, Key, RunCache, open_cache, text_categorical, texts_or_missing
 from analysis.facts import fact_text, run_settings
 from analysis.schema import RUN_RECORD_KEY as RUN_RECORD_KEY  # the data contract's keys, re-exported
 from analysis.schema import SUITE, CheckedRun, check_run, printable
@@ -722,15 +722,11 @@ def _joined_texts(parts: list[Column | int]) -> Column:
         if isinstance(part, int):
             part = [math.nan] * part
         if isinstance(part, list):
-            if not all(map(_is_text_or_missing, part)):
+            if not texts_or_missing(part):
                 return _joined([p.to_numpy().tolist() if isinstance(p, pd.Categorical) else p for p in parts])
             part = _text_column(part)
         texts.append(part)
     return union_categoricals(texts, sort_categories=True)
-
-
-def _is_text_or_missing(value: object) -> bool:
-    return isinstance(value, str) or (type(value) is float and math.isnan(value))
 
 
 def _text_column(values: list[object]) -> pd.Categorical:
@@ -1295,4 +1291,4 @@ def _stored(values: Column, categorical: bool) -> Column:
     if not categorical:
         return values.to_numpy().tolist() if isinstance(values, pd.Categorical) else values
     texts = isinstance(values, list) and any(isinstance(value, str) for value in values)
-    return _text_column(values) if texts and all(map(_is_text_or_missing, values)) else values
+    return _text_column(values) if texts and texts_or_missing(values) else values
