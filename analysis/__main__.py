@@ -468,12 +468,15 @@ def _report(args: argparse.Namespace) -> int:
     """Write DIR/report.md: inputs, machines, fitted figures with confidence intervals, measured vs
     predicted with errors, the machine comparison, and the figures it links (PNG; SVG too with
     --formats png,svg)."""
+    from analysis.load import FIGURE_MODULES
     from analysis.report import OWNER, REPORT_NAME, write_report
 
     with _out_folder(args) as out:
         check_replaceable(out, OWNER, [REPORT_NAME], args.force)
         memo = _memo(args)  # before the runs load: the code version is taken at the command's start
-        selection = _load(args)
+        # Imported while the files load: the verdicts' correction (scipy.stats) and the figures' modules
+        # (matplotlib); a report whose every file is in the cache imports them only where it draws.
+        selection = _load(args, "scipy.stats", *FIGURE_MODULES)
         written = write_report(
             selection, out_dir=out, baseline=args.baseline, force=args.force, formats=args.formats, memo=memo
         )

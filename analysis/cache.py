@@ -509,8 +509,13 @@ def write_whole(path: Path, data: bytes) -> None:
             file.write(data)
 
 
-def _is_text_or_missing(value: object) -> bool:
-    return isinstance(value, str) or (type(value) is float and math.isnan(value))
+def texts_or_missing(values: Sequence[object]) -> bool:
+    """Whether every one of ``values`` is a text or NaN (a row without it): the types taken at C speed, a
+    fleet's column holds 10⁵ rows."""
+    kinds = set(map(type, values))
+    if not kinds <= {str, float}:
+        return all(isinstance(value, str) or (type(value) is float and math.isnan(value)) for value in values)
+    return float not in kinds or all(math.isnan(value) for value in values if type(value) is float)
 
 
 def _encode(values: object) -> tuple[object, str]:
@@ -528,8 +533,8 @@ def _encode(values: object) -> tuple[object, str]:
 
     if isinstance(values, np.ndarray):
         return pa.array(values), _NUMBERS
-    if all(map(_is_text_or_missing, values)):
-        return pa.array([v if isinstance(v, str) else None for v in values]).dictionary_encode(), _TEXT
+    if texts_or_missing(values):
+        return pa.array(values, type=pa.string(), from_pandas=True).dictionary_encode(), _TEXT
     if all(map(is_samples, values)):
         lengths = np.array([0 if v is None else len(v) for v in values], dtype=np.int64)
         offsets = np.concatenate([[0], np.cumsum(lengths)])

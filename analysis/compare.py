@@ -827,22 +827,27 @@ def _measured_rows(
     return table
 
 
+#: The most runs of a group whose rounds ``unstable_text`` classifies (``analysis.steady``).
+STEADY_CHECK_RUNS = 20
+
+
 def unstable_text(rows: pd.DataFrame) -> str:
     """How unstable the worst of ``rows`` (a figure's rows in one group) is, "3.01× median/min, IQR 143 %"
     (``analysis.trust``'s rule), and "no steady state in 2 of 3 runs" where the rounds of some never settled
-    (``analysis.steady``, rows saved with their rounds); "" when neither."""
+    (``analysis.steady``, rows saved with their rounds, in groups of at most ``STEADY_CHECK_RUNS`` runs: a
+    fleet's groups would cost seconds; its runs' summaries say it); "" when neither."""
     from analysis.steady import NO_STEADY_STATE, classify
-    from analysis.trust import stability
+    from analysis.trust import any_unstable, stability
 
     parts = []
-    table = stability(rows)
-    unstable = table[table["unstable"]]
-    if not unstable.empty:
+    if any_unstable(rows):
+        table = stability(rows)
+        unstable = table[table["unstable"]]
         worst = unstable.loc[unstable["median_over_min"].fillna(0).idxmax()]
         iqr = worst["iqr_over_median"]
         spread = f", IQR {fmt_percent(iqr)} of the median" if math.isfinite(iqr) else ""
         parts.append(f"{worst['median_over_min']:.2f}× median/min{spread}")
-    if "data" in rows:
+    if "data" in rows and len(rows) <= STEADY_CHECK_RUNS:
         kinds = [classify(np.asarray(data)) for data in rows["data"] if isinstance(data, np.ndarray)]
         unsteady = sum(kind is not None and kind.kind == NO_STEADY_STATE for kind in kinds)
         if unsteady:
@@ -915,6 +920,15 @@ class _Judge:
         quick = runs["quick"] if "quick" in runs else pd.Series(False, index=runs.index)
         self._quick = dict(zip(sources, quick.astype(bool), strict=True))
         self._items: list[verdicts.Evidence] = []
+        self._labelled: tuple[pd.Index, np.ndarray] | None = None
+
+    def _labels(self, sources: pd.Index) -> np.ndarray:
+        """The group of each of ``sources`` (None where unknown), kept for the next call: a figure's groups
+        are judged one after another against the same runs (a fleet: 10³ runs, 10 groups, 400 figures)."""
+        if self._labelled is None or self._labelled[0] is not sources:
+            labels = np.array([self._group_of.get(source) for source in sources], dtype=object)
+            self._labelled = (sources, labels)
+        return self._labelled[1]
 
     def add(
         self,
@@ -932,12 +946,13 @@ class _Judge:
         if fewest_rounds < verdicts.MIN_ROUNDS:
             return f"not judged: {fewest_rounds} round(s) in a run (fewer than {verdicts.MIN_ROUNDS})", -1
         sides = []
+        labels = self._labels(values.index)
         for label in (group, base):
-            runs = [source for source in values.index if self._group_of.get(source) == label]
-            if not runs:
+            runs = values.index[labels == label]
+            if not len(runs):
                 return MARK_NO_DATA, -1
             side_rounds = tuple(rounds[source] for source in runs) if rounds is not None else None
-            sides.append(verdicts.Side(values[runs].to_numpy(dtype=float), side_rounds))
+            sides.append(verdicts.Side(values.to_numpy(dtype=float)[labels == label], side_rounds))
         quick = any(self._quick.get(source, False) for source in values.index)
         default = verdicts.SPREAD.get((kind, quick), verdicts.SPREAD[("op cost", quick)])
         measured, freedom, used = (
@@ -957,19 +972,22 @@ class _Judge:
         judged = verdicts.correct(self._items, self.threshold)
         table = table.assign(ratio_low=math.nan, ratio_high=math.nan, p_value=math.nan, evidence="")
         numbers = table.pop("_verdict").to_numpy()
-        for position in np.flatnonzero(numbers >= 0):
-            number = int(numbers[position])
-            item = self._items[number]
-            index = table.index[position]
-            table.loc[index, ["mark", "ratio_low", "ratio_high", "p_value"]] = [
-                judged.marks[number],
-                judged.low[number],
-                judged.high[number],
-                judged.adjusted_p[number],
-            ]
-            for column in ("ratio", *ratio_columns):
-                table.loc[index, column] = item.ratio
-            table.loc[index, "evidence"] = _evidence_text(item, self.threshold)
+        positions = np.flatnonzero(numbers >= 0)
+        judged_rows = [int(numbers[position]) for position in positions]
+        # Column by column, not row by row: a fleet's table judges 400 figures.
+        for column, values in (
+            ("mark", [judged.marks[number] for number in judged_rows]),
+            ("ratio_low", [judged.low[number] for number in judged_rows]),
+            ("ratio_high", [judged.high[number] for number in judged_rows]),
+            ("p_value", [judged.adjusted_p[number] for number in judged_rows]),
+            *(
+                (column, [self._items[number].ratio for number in judged_rows])
+                for column in ("ratio", *ratio_columns)
+            ),
+            ("evidence", [_evidence_text(self._items[number], self.threshold) for number in judged_rows]),
+        ):
+            if judged_rows:
+                table.iloc[positions, table.columns.get_loc(column)] = values
         table.attrs["verdicts"] = judged
         return table
 
@@ -1104,7 +1122,7 @@ def figure_table(
 
 def _per_run_fits(frame: pd.DataFrame, families: set[str]) -> dict[str, pd.DataFrame]:
     """Each family's fit of every run alone (``machine_id`` = the run's source): the per-run figures a
-    verdict rests on (``analysis.verdicts``)."""
+    verdict rests on (``analysis.verdicts``), estimates alone (no verdict reads a run's own interval)."""
     from analysis.frameworks import fit_calls
     from analysis.host import fit_host
     from analysis.launch import fit_launch
@@ -1112,9 +1130,9 @@ def _per_run_fits(frame: pd.DataFrame, families: set[str]) -> dict[str, pd.DataF
     by_run = frame.assign(machine_id=frame["source"].astype(str))
     out = {"host": pd.DataFrame(), "launch": pd.DataFrame(), "calls": pd.DataFrame()}
     if "host" in families:
-        out["host"] = fit_host(by_run).set_index("machine_id")
+        out["host"] = fit_host(by_run, intervals=False).set_index("machine_id")
     if "calls" in families:
-        out["calls"] = wide_calls(fit_calls(by_run)).set_index("machine_id")
+        out["calls"] = wide_calls(fit_calls(by_run, intervals=False)).set_index("machine_id")
     if "launch" in families:
         out["launch"] = wide_launch(fit_launch(by_run)).set_index("machine_id")
     return out

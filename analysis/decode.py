@@ -309,9 +309,11 @@ def _cpu_prediction(
     interval, and the seed's model."""
     machine_id = str(row["machine_id"])
     fit = host.loc[machine_id] if host is not None and machine_id in host.index else None
-    # Plain dicts, and the machine's fit looked up once: a fleet's step has thousands of runs.
+    # Plain dicts, and the machine's fit and the step's terms looked up once: a fleet's step has thousands
+    # of runs.
     used = [column for column in _RUN_COLUMNS if column in group]
-    per_run = [_cpu_run_prediction(row, run, fit, terms) for run in group[used].to_dict("records")]
+    step = _StepTerms(row, terms)
+    per_run = [_cpu_run_prediction(row, run, fit, step) for run in group[used].to_dict("records")]
     per_run = [result for result in per_run if result]
     if not per_run:
         return {}
@@ -371,20 +373,55 @@ def _prediction_interval(
     }
 
 
+class _StepTerms:
+    """The terms of one step (``row``) that every run of it shares, from ``_CpuTerms``: its machine's op
+    costs, its attention and probe cases, its overhead floor per call list. Looked up once per step, not
+    once per run: each lookup filters a table, and a fleet's step has thousands of runs (the lookups were
+    a third of a first ``report`` of 1,000 quick runs)."""
+
+    def __init__(self, row: Mapping[str, object], terms: _CpuTerms) -> None:
+        machine_id = str(row["machine_id"])
+        self.probe = _probe_case_bandwidth(row, terms.probes)
+        self.costs = ops.costs_of(terms.costs, machine_id)
+        same = (terms.attention["machine_id"] == machine_id) & (terms.attention["plan"] == row["plan"])
+        same &= (terms.attention["config"] == row["config"]) & (terms.attention["ctx"] == row["ctx"])
+        self.attention = terms.attention[same]
+        self._floors = terms.floors[
+            (terms.floors["machine_id"] == machine_id) & (terms.floors["plan"] == row["plan"])
+        ]
+        self._floor: dict[object, tuple[float, float]] = {}
+
+    def floor(self, counts: Mapping[str, object]) -> tuple[float, float]:
+        """(floor s, the floor's remainder s: never below 0) of the decode_floor cases of the same call
+        list; NaN, NaN where there is none."""
+        try:
+            key: object = frozenset(counts.items())
+        except TypeError:  # a count that cannot be hashed: looked up each time
+            key = None
+        if key is not None and key in self._floor:
+            return self._floor[key]
+        floors = self._floors[[floor == dict(counts) for floor in self._floors["op_counts"]]]
+        floor_s = float(floors["floor_s"].median()) if not floors.empty else math.nan
+        floor_left_s = max(0.0, float(floors["left_out_s"].median())) if not floors.empty else math.nan
+        if key is not None:
+            self._floor[key] = (floor_s, floor_left_s)
+        return floor_s, floor_left_s
+
+
 def _cpu_run_prediction(
-    row: dict[str, object], run: Mapping[str, object], fit: pd.Series | None, terms: _CpuTerms
+    row: dict[str, object], run: Mapping[str, object], fit: pd.Series | None, step: _StepTerms
 ) -> dict[str, object]:
     """The CPU predictions of one saved run of the step (``run``: its frame row; ``fit``: its machine's
-    ``fit_host`` row, None where the law was not fitted): the prediction from other cases, the seed's model,
-    and the consistency check and probe estimate from the step's own rounds (module docstring)."""
-    machine_id = str(row["machine_id"])
+    ``fit_host`` row, None where the law was not fitted; ``step``: the terms its runs share): the
+    prediction from other cases, the seed's model, and the consistency check and probe estimate from the
+    step's own rounds (module docstring)."""
     t0_s = float(fit["t0_s"]) if fit is not None else math.nan
     result: dict[str, object] = {"fixed_s": 0.0}
     llc = _number(run.get("llc_bytes"))
     if math.isfinite(llc) and llc > 0:
         result.update(llc_bytes=float(llc), cache_resident=bool(float(row["bytes"]) < DRAM_LLC_FACTOR * llc))
     read, read_from = _host_read_bandwidth(fit)
-    bandwidth, bandwidth_from = _probe_case_bandwidth(row, terms.probes) or (read, read_from)
+    bandwidth, bandwidth_from = step.probe or (read, read_from)
     if not math.isfinite(bandwidth):
         return {}
     work_s = float(row["bytes"]) / bandwidth
@@ -412,16 +449,11 @@ def _cpu_run_prediction(
     counts = run.get("op_counts")
     if not isinstance(counts, Mapping):  # saved before the call list was recorded
         return result
-    costs = ops.costs_of(terms.costs, machine_id)
-    floors = terms.floors[(terms.floors["machine_id"] == machine_id) & (terms.floors["plan"] == row["plan"])]
-    floors = floors[[floor == dict(counts) for floor in floors["op_counts"]]]  # the same call list
-    floor_s = float(floors["floor_s"].median()) if not floors.empty else math.nan
-    floor_left_s = max(0.0, float(floors["left_out_s"].median())) if not floors.empty else math.nan
+    costs = step.costs
+    floor_s, floor_left_s = step.floor(counts)  # the same call list's floor
     left_s = 0.0 if math.isnan(floor_left_s) else floor_left_s
     result.update(floor_s=floor_s, floor_left_s=floor_left_s)
-    same = (terms.attention["machine_id"] == machine_id) & (terms.attention["plan"] == row["plan"])
-    same &= (terms.attention["config"] == row["config"]) & (terms.attention["ctx"] == row["ctx"])
-    attention = terms.attention[same]
+    attention = step.attention
     if attention.empty:  # no attention case: its KV bytes at the bandwidth, its calls at their costs
         attention_s, attention_bytes, attention_counts = math.nan, 0.0, {}
     else:

@@ -91,8 +91,9 @@ def _rows(frame: pd.DataFrame, case: str) -> pd.DataFrame:
     return frame[frame["case"] == case]
 
 
-def fit_calls(frame: pd.DataFrame, level: float = DEFAULT_LEVEL) -> pd.DataFrame:
-    """The law per machine and caller of the ``framework_call`` rows of ``frame`` (``CALL_COLUMNS``)."""
+def fit_calls(frame: pd.DataFrame, level: float = DEFAULT_LEVEL, intervals: bool = True) -> pd.DataFrame:
+    """The law per machine and caller of the ``framework_call`` rows of ``frame`` (``CALL_COLUMNS``);
+    ``intervals`` as ``fit_host``'s."""
     rows = _rows(frame, CALL_CASE)
     rows = rows[rows["device"] == "cpu"] if not rows.empty else rows
     if rows.empty:
@@ -102,7 +103,7 @@ def fit_calls(frame: pd.DataFrame, level: float = DEFAULT_LEVEL) -> pd.DataFrame
     fitted = []
     for (framework, threads), group in rows.groupby(["framework", "threads"], dropna=False, sort=True):
         # ufunc_size rows in all but the caller: fit_host selects that case, and fits per machine.
-        host = fit_host(group.assign(case="ufunc_size"), level)
+        host = fit_host(group.assign(case="ufunc_size"), level, intervals)
         host = host.assign(framework=framework, threads=threads, caller=caller(framework, threads))
         fitted.append(host)
     table = pd.concat(fitted, ignore_index=True)

@@ -92,18 +92,29 @@ BASIS_WHOLE = "t(N) + (pieces-1)·t0"
 BASIS_LAW = "pieces·(t0 + n/r∞)"
 
 
-def fit_host(frame: pd.DataFrame, level: float = DEFAULT_LEVEL) -> pd.DataFrame:
+def fit_host(frame: pd.DataFrame, level: float = DEFAULT_LEVEL, intervals: bool = True) -> pd.DataFrame:
     """Return one row per machine with CPU cases in ``frame``: ``HOST_COLUMNS``.
 
     Seconds (``t0_s``, ``*_s_per_element``), elements per second (``r_inf*``), elements (``n_half*``), B/s
     (bandwidths), bytes (caches). ``*_low``/``*_high`` bound the ``level`` confidence interval;
     ``cache_sizes``/``dram_sizes`` list the n each figure was fitted on. A figure that cannot be had is NaN
     (no such cases, cache sizes unknown), and ``fit_error`` says why the law could not be fitted, else None.
+    ``intervals``: False leaves the intervals NaN (``analysis.fit.fit_fixed_overhead``'s), for a caller that
+    reads the estimates alone: the per-run fits a verdict rests on (``analysis.compare``).
     """
     cpu = _cpu_rows(frame)
     if cpu.empty:
         return pd.DataFrame(columns=list(HOST_COLUMNS))
-    rows = [_host_row(machine_id, rows, level) for machine_id, rows in cpu.groupby("machine_id", sort=True)]
+    columns = _HostColumns.of(cpu)
+    grouped = cpu.groupby("machine_id", sort=True, observed=True)
+    number = grouped.ngroup().to_numpy()  # -1: no machine id, a row no group holds
+    order = np.argsort(number, kind="stable")[np.count_nonzero(number < 0) :]
+    counts = np.bincount(number[number >= 0], minlength=grouped.ngroups)
+    stops = np.cumsum(counts)
+    rows = [
+        _host_row(machine_id, columns.take(order[stop - count : stop]), level, intervals)
+        for machine_id, count, stop in zip(grouped.size().index, counts, stops, strict=True)
+    ]
     return pd.DataFrame(rows, columns=list(HOST_COLUMNS))
 
 
@@ -194,10 +205,59 @@ def _select(samples: list[np.ndarray] | None, keep: np.ndarray) -> list[np.ndarr
     return None if samples is None else [values for values, kept in zip(samples, keep, strict=True) if kept]
 
 
-def _host_row(machine_id: str, rows: pd.DataFrame, level: float) -> dict[str, object]:
+class _HostColumns:
+    """The columns of CPU rows that ``_host_row`` reads, as arrays taken from the frame once: a fleet's
+    per-run fits are a thousand groups, and selecting each one's cases through pandas cost milliseconds a
+    group, most of a first ``compare``'s time. The arithmetic is ``per_numpy_call``'s, on the same values."""
+
+    def __init__(self, arrays: dict[str, np.ndarray]) -> None:
+        self.arrays = arrays
+
+    @classmethod
+    def of(cls, rows: pd.DataFrame) -> _HostColumns:
+        """The arrays of ``rows`` (every column may be missing: a frame built without it)."""
+
+        def numbers(name: str, missing: float = math.nan) -> np.ndarray:
+            if name not in rows:
+                return np.full(len(rows), missing)
+            return pd.to_numeric(rows[name], errors="coerce").to_numpy(dtype=float, na_value=math.nan)
+
+        def values(name: str) -> np.ndarray:
+            if name not in rows:
+                return np.full(len(rows), None, dtype=object)
+            return rows[name].to_numpy(dtype=object)
+
+        calls = numbers("n_calls", 1.0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            calls = np.where(np.isnan(calls), 1.0, calls)
+        return cls(
+            {
+                "case": values("case"),
+                "op": values("op"),
+                "n": values("n"),
+                "n_float": numbers("n"),
+                "statistic": numbers(STATISTIC),
+                "calls": calls,
+                "bytes": numbers("bytes"),
+                "data": values("data"),
+                "source": rows["source"].to_numpy(dtype=str) if "source" in rows else np.full(len(rows), ""),
+                "core_cache_bytes": values("core_cache_bytes"),
+                "llc_bytes": values("llc_bytes"),
+            }
+        )
+
+    def take(self, positions: np.ndarray) -> _HostColumns:
+        """The rows at ``positions``, in order."""
+        return _HostColumns({name: array[positions] for name, array in self.arrays.items()})
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        return self.arrays[name]
+
+
+def _host_row(machine_id: str, rows: _HostColumns, level: float, intervals: bool = True) -> dict[str, object]:
     """One ``fit_host`` row: the law, the DRAM cost and the bandwidths of one machine's rows."""
-    core_cache = _known(rows["core_cache_bytes"].iloc[0]) if "core_cache_bytes" in rows else None
-    llc = _known(rows["llc_bytes"].iloc[0]) if "llc_bytes" in rows else None
+    core_cache = _known(rows["core_cache_bytes"][0])
+    llc = _known(rows["llc_bytes"][0])
     row: dict[str, object] = dict.fromkeys(HOST_COLUMNS, math.nan)
     row.update(
         machine_id=machine_id,
@@ -214,22 +274,31 @@ def _host_row(machine_id: str, rows: pd.DataFrame, level: float) -> dict[str, ob
         n_outside_law=0,
         n_boot=0,
     )
-    bandwidths, set_aside = _bandwidths(rows[rows["case"] == "host_bandwidth"])
+    bandwidths, set_aside = _bandwidths(rows.take(np.flatnonzero(rows["case"] == "host_bandwidth")))
     row.update(bandwidths)
-    sizes = rows[rows["case"] == "ufunc_size"]
-    if sizes.empty:
+    sizes = rows.take(np.flatnonzero(rows["case"] == "ufunc_size"))
+    if sizes["case"].size == 0:
         row["set_aside"] = tuple(set_aside)
         return row
     if core_cache is None or llc is None:
         row["fit_error"] = "cache sizes unknown (run saved without them): cannot tell cache from DRAM sizes"
         return row
-    seconds, working_set, samples = per_numpy_call(sizes)
+    calls, n = sizes["calls"], sizes["n_float"]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        seconds = sizes["statistic"] / calls
+        working_set = sizes["bytes"] / calls
+    data = sizes["data"]
+    samples = (
+        None
+        if any(values is None or len(values) == 0 for values in data)
+        else [np.asarray(values, dtype=float) / count for values, count in zip(data, calls, strict=True)]
+    )
     # ``analysis.load`` drops impossible points; a frame built another way may still hold some.
-    usable = (np.isfinite(seconds) & (seconds > 0) & np.isfinite(working_set) & (sizes["n"] > 0)).to_numpy()
+    usable = np.isfinite(seconds) & (seconds > 0) & np.isfinite(working_set) & (n > 0)
     if not usable.all():
         set_aside.append(f"{int((~usable).sum())} ufunc_size point(s) without a finite time > 0")
-    in_cache = usable & (working_set <= core_cache).to_numpy()
-    from_dram = usable & (working_set >= DRAM_LLC_FACTOR * llc).to_numpy()
+    in_cache = usable & (working_set <= core_cache)
+    from_dram = usable & (working_set >= DRAM_LLC_FACTOR * llc)
     between = usable & ~in_cache & ~from_dram
     if between.any():
         set_aside.append(
@@ -238,15 +307,16 @@ def _host_row(machine_id: str, rows: pd.DataFrame, level: float) -> dict[str, ob
         )
     row["set_aside"] = tuple(set_aside)
     # the run each point came from: intervals resample runs, where there are two or more (``analysis.fit``)
-    runs = (sizes["source"] if "source" in sizes else pd.Series("", index=sizes.index)).to_numpy(dtype=str)
+    runs = sizes["source"]
     try:
         law = fit_fixed_overhead(
-            sizes["n"][in_cache],
+            n[in_cache],
             seconds[in_cache],
             _select(samples, in_cache),
             statistic=STATISTIC,
             runs=runs[in_cache],
             level=level,
+            intervals=intervals,
         )
     except ValueError as error:
         row["fit_error"] = f"fixed-overhead law on {in_cache.sum()} in-cache points: {error}"
@@ -254,13 +324,14 @@ def _host_row(machine_id: str, rows: pd.DataFrame, level: float) -> dict[str, ob
     row.update(_law_columns(law))
     if from_dram.any():
         dram = fit_per_element(
-            sizes["n"][from_dram],
+            n[from_dram],
             seconds[from_dram],
             law.t0_s,
             _select(samples, from_dram),
             statistic=STATISTIC,
             runs=runs[from_dram],
             level=level,
+            intervals=intervals,
         )
         row.update(_dram_columns(dram))
     return row
@@ -298,19 +369,20 @@ def _dram_columns(fit: PerElementFit) -> dict[str, object]:
     }
 
 
-def _bandwidths(rows: pd.DataFrame) -> tuple[dict[str, float], list[str]]:
+def _bandwidths(rows: _HostColumns) -> tuple[dict[str, float], list[str]]:
     """Bandwidth per op (copy, triad, read), B/s: bytes moved per call over the fastest call (median over
     runs); and the points set aside (no finite rate > 0), one text per op."""
     result = {}
     set_aside = []
     for op in BANDWIDTH_OPS:
-        cases = rows[rows["op"] == op]
-        if cases.empty:
+        cases = np.flatnonzero(rows["op"] == op)
+        if cases.size == 0:
             continue
-        rates = cases["bytes"] / cases[STATISTIC]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            rates = rows["bytes"][cases] / rows["statistic"][cases]
         usable = np.isfinite(rates) & (rates > 0)
         if not usable.all():
             set_aside.append(f"{int((~usable).sum())} {op} point(s) without a finite rate > 0")
         if usable.any():
-            result[f"{op}_bytes_per_s"] = float(rates[usable].median())
+            result[f"{op}_bytes_per_s"] = float(np.median(rates[usable]))
     return result, set_aside

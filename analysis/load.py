@@ -61,7 +61,7 @@ import numpy as np
 import pandas as pd
 from pandas.api.types import union_categoricals
 
-from analysis.cache import Entry, Fresh, Key, RunCache, open_cache, text_categorical
+from analysis.cache import Entry, Fresh, Key, RunCache, open_cache, text_categorical, texts_or_missing
 from analysis.facts import fact_text, run_settings
 from analysis.schema import RUN_RECORD_KEY as RUN_RECORD_KEY  # the data contract's keys, re-exported
 from analysis.schema import SUITE, CheckedRun, check_run, printable
@@ -722,15 +722,11 @@ def _joined_texts(parts: list[Column | int]) -> Column:
         if isinstance(part, int):
             part = [math.nan] * part
         if isinstance(part, list):
-            if not all(map(_is_text_or_missing, part)):
+            if not texts_or_missing(part):
                 return _joined([p.to_numpy().tolist() if isinstance(p, pd.Categorical) else p for p in parts])
             part = _text_column(part)
         texts.append(part)
     return union_categoricals(texts, sort_categories=True)
-
-
-def _is_text_or_missing(value: object) -> bool:
-    return isinstance(value, str) or (type(value) is float and math.isnan(value))
 
 
 def _text_column(values: list[object]) -> pd.Categorical:
@@ -790,15 +786,15 @@ _WORKER_CHECK_S = 0.1
 #: Multithreaded runtimes after whose import a forked worker may deadlock on a lock one of their threads held
 #: (JAX warns so at every fork): where one is loaded, the workers start from a fork server instead.
 _THREADED_RUNTIMES = ("jax", "torch")
+#: The modules that draw the figures (matplotlib's importers): a report imports them while its files load.
+FIGURE_MODULES = tuple(
+    f"analysis.figures.{module}" for module in ("cpu", "decode", "gpu", "ladder", "machines")
+)
 #: The modules a fork server imports once, at its start, before it forks any worker: without them each
 #: loading or drawing worker imported pandas, matplotlib and analysis anew, and an in-process ``report`` of
 #: two runs with JAX loaded took 2.7-3.7 s instead of 1.0-1.2 s (load 2; docs/speed.md, "The test suite").
 #: The workers still start bare of the parent's state.
-FORK_SERVER_PRELOAD = (
-    "analysis.load",
-    "analysis.report",
-    *(f"analysis.figures.{module}" for module in ("cpu", "decode", "gpu", "ladder", "machines")),
-)
+FORK_SERVER_PRELOAD = ("analysis.load", "analysis.report", *FIGURE_MODULES)
 
 
 def usable_cpus() -> int:
@@ -1295,4 +1291,4 @@ def _stored(values: Column, categorical: bool) -> Column:
     if not categorical:
         return values.to_numpy().tolist() if isinstance(values, pd.Categorical) else values
     texts = isinstance(values, list) and any(isinstance(value, str) for value in values)
-    return _text_column(values) if texts and all(map(_is_text_or_missing, values)) else values
+    return _text_column(values) if texts and texts_or_missing(values) else values

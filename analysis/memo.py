@@ -236,8 +236,14 @@ def column_hashes(column: pd.Series) -> np.ndarray:
     if not any(map(operator.is_not, items, itertools.repeat(None))):  # C speed: 4·10⁶ rows of None are common
         return np.zeros(len(items), dtype=np.uint64)
     hashed: dict[int, int] = {}  # by id: every object is alive in ``items`` meanwhile
+    floats: dict[str, int] = {}  # by ``repr``, as ``_value_hash`` hashes them
 
     def one(value: object) -> int:
+        if type(value) is float:  # most rows of a fleet's object column hold NaN, each its own object
+            text = repr(value)
+            if text not in floats:
+                floats[text] = _value_hash(value)
+            return floats[text]
         key = id(value)
         if key not in hashed:
             hashed[key] = _value_hash(value)
@@ -253,7 +259,7 @@ def _value_hash(value: object) -> int:
     if value is None:
         return 0
     if isinstance(value, np.ndarray):
-        digest = hashlib.blake2b(f"{value.dtype}{value.shape}".encode(), digest_size=8)
+        digest = hashlib.blake2b(f"{value.dtype.str}{value.shape}".encode(), digest_size=8)
         digest.update(np.ascontiguousarray(value).tobytes())
     elif _plain(value):
         digest = hashlib.blake2b(

@@ -133,15 +133,12 @@ def speed_ratios(runs: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame(columns=columns)
     for machine_id, machine in table.groupby("machine_id", sort=False):
         workloads = [column for column in machine if column not in ("source", "machine_id")]
+        usual = {name: float(machine[name].median()) for name in workloads}  # once a machine, not a run
         for _, run in machine.iterrows():
             others = len(machine) - 1
             if not others:
                 continue
-            logs = [
-                math.log(run[name] / float(machine[name].median()))
-                for name in workloads
-                if _positive(run[name])
-            ]
+            logs = [math.log(run[name] / usual[name]) for name in workloads if _positive(run[name])]
             if logs:
                 rows.append([run["source"], machine_id, math.exp(float(np.mean(logs))), others])
     return pd.DataFrame(rows, columns=columns)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
+import numpy as np
 import pandas as pd
 
 from model.units import fmt_percent
@@ -88,7 +89,7 @@ def stability(frame: pd.DataFrame) -> pd.DataFrame:
     def column(name: str) -> pd.Series:
         return frame[name] if name in frame else pd.Series(math.nan, index=frame.index)
 
-    median = pd.to_numeric(column("median"), errors="coerce")
+    median_over_min, iqr_over_median = _ratios(frame)
     table = pd.DataFrame(
         {
             "source": column("source"),
@@ -96,14 +97,35 @@ def stability(frame: pd.DataFrame) -> pd.DataFrame:
             "case": column("case"),
             "name": column("name"),
             "rounds": column("rounds"),
-            "median_over_min": median / pd.to_numeric(column("min"), errors="coerce"),
-            "iqr_over_median": pd.to_numeric(column("iqr"), errors="coerce") / median,
+            "median_over_min": median_over_min,
+            "iqr_over_median": iqr_over_median,
         }
     )
-    table["unstable"] = (table["median_over_min"] >= MEDIAN_OVER_MIN_LIMIT) | (
-        table["iqr_over_median"] >= IQR_OVER_MEDIAN_LIMIT
-    )
+    table["unstable"] = _unstable(table["median_over_min"], table["iqr_over_median"])
     return table.reset_index(drop=True)
+
+
+def any_unstable(frame: pd.DataFrame) -> bool:
+    """Whether ``stability(frame)`` marks any case unstable, without building its table (a fleet's compare
+    asks it of every figure and group, and most have none)."""
+    return bool(np.any(_unstable(*_ratios(frame)))) if not frame.empty else False
+
+
+def _ratios(frame: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
+    """Each row's median/min and IQR/median (NaN where a statistic is missing or not a number)."""
+
+    def number(name: str) -> pd.Series:
+        if name not in frame:
+            return pd.Series(math.nan, index=frame.index)
+        return pd.to_numeric(frame[name], errors="coerce")
+
+    median = number("median")
+    return median / number("min"), number("iqr") / median
+
+
+def _unstable(median_over_min: pd.Series, iqr_over_median: pd.Series) -> pd.Series:
+    """The rule: median/min ≥ ``MEDIAN_OVER_MIN_LIMIT`` or IQR/median ≥ ``IQR_OVER_MEDIAN_LIMIT``."""
+    return (median_over_min >= MEDIAN_OVER_MIN_LIMIT) | (iqr_over_median >= IQR_OVER_MEDIAN_LIMIT)
 
 
 def unstable_line(table: pd.DataFrame, most: int = 4) -> str | None:

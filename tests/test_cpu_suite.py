@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from analysis.fit import CI_NOT_ASKED
 from analysis.host import (
     BASIS_LAW,
     BASIS_WHOLE,
@@ -191,6 +192,33 @@ def test_fit_host_recovers_the_law_the_dram_cost_and_the_bandwidth() -> None:
     assert fit["copy_bytes_per_s"] == pytest.approx(2e10)
     assert fit["triad_bytes_per_s"] == pytest.approx(1.5e10)
     assert fit["read_bytes_per_s"] == pytest.approx(2.5e10)
+
+
+def test_a_fit_without_intervals_has_the_same_estimates_and_no_interval() -> None:
+    """``intervals=False`` (the per-run fits a verdict reads, ``analysis.compare``) skips the bootstrap only:
+    every estimate is the fit's with intervals, bit for bit, every interval NaN, no replicate drawn."""
+    full = fit_host(_frame()).iloc[0]
+    bare = fit_host(_frame(), intervals=False).iloc[0]
+    estimates = {
+        "t0_s": ("t0_low_s", "t0_high_s"),
+        "cache_s_per_element": ("cache_s_per_element_low", "cache_s_per_element_high"),
+        "r_inf_per_s": ("r_inf_low_per_s", "r_inf_high_per_s"),
+        "n_half": ("n_half_low", "n_half_high"),
+    }
+    for column, bounds in estimates.items():
+        assert bare[column] == full[column], column
+        for name in bounds:
+            assert math.isnan(bare[name]) and math.isfinite(full[name]), name
+    for column in (
+        "dram_s_per_element",
+        "copy_bytes_per_s",
+        "triad_bytes_per_s",
+        "read_bytes_per_s",
+        "cache_sizes",
+    ):
+        assert bare[column] == full[column], column
+    assert (bare["n_boot"], bare["ci_method"]) == (0, CI_NOT_ASKED)
+    assert full["n_boot"] > 0
 
 
 def test_many_vs_one_prediction_is_pieces_times_the_law() -> None:

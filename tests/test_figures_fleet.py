@@ -27,7 +27,7 @@ from matplotlib.container import ErrorbarContainer
 
 from analysis.__main__ import main
 from analysis.compare import figure_table
-from analysis.figures import FIGURES_DIR, cpu, figure_jobs, ladder, write_figures
+from analysis.figures import FIGURES_DIR, cpu, figure_jobs, ladder, start_figures, write_figures
 from analysis.figures.style import save
 from analysis.fits import fit_all
 from analysis.frameworks import fit_calls
@@ -163,6 +163,29 @@ def test_figures_drawn_side_by_side_are_the_files_drawn_one_after_another(
     assert {path.suffix for path in serial} == {".png", ".svg"}
     assert _digests(serial) == _digests(parallel)
     assert all(path.parent == tmp_path / "parallel" / FIGURES_DIR for path in parallel)
+
+
+def test_figures_started_before_the_table_are_the_files_drawn_one_after_another(
+    inputs, serial: list[Path], tmp_path: Path
+) -> None:
+    """The report's order (issue 33): the figures but the table's start drawing in workers, the table is
+    given later (``Drawing.finish``), and the files are those drawn one after another, in reading order."""
+    frame, fits, table = inputs
+    with start_figures(frame, fits, tmp_path / "early", ("png", "svg"), workers=2) as drawing:
+        assert multiprocessing.active_children()  # drawing meanwhile
+        early = drawing.finish(table)
+    assert not multiprocessing.active_children()
+    assert [path.name for path in serial] == [path.name for path in early]
+    assert _digests(serial) == _digests(early)
+
+
+def test_a_drawing_left_before_its_table_ends_its_workers(inputs, tmp_path: Path) -> None:
+    """A command stopped while it computes the table (an error, Ctrl-C) leaves no drawing worker behind."""
+    frame, fits, _ = inputs
+    with pytest.raises(KeyboardInterrupt), start_figures(frame, fits, tmp_path, ("png",), workers=2):
+        assert multiprocessing.active_children()
+        raise KeyboardInterrupt
+    assert not multiprocessing.active_children()
 
 
 @pytest.mark.skipif(

@@ -24,6 +24,7 @@ import gc
 import importlib
 import os
 from collections.abc import Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from multiprocessing.process import BaseProcess
 from pathlib import Path
@@ -91,6 +92,11 @@ def build_figures(frame: pd.DataFrame, fits: Fits, table: pd.DataFrame) -> dict[
     return {stem: figure for stem, figure in built.items() if figure is not None}
 
 
+#: The figures drawn from the comparison table: ``start_figures`` draws every other one while the command
+#: computes the table.
+TABLE_FIGURES = ("machines",)
+
+
 def write_figures(
     frame: pd.DataFrame,
     fits: Fits,
@@ -101,37 +107,160 @@ def write_figures(
     memo: Memo | None = None,
 ) -> list[Path]:
     """Draw ``build_figures`` into ``out_dir/FIGURES_DIR``, each in every one of ``formats``; return the
-    paths written, in reading order.
+    paths written, in reading order (``start_figures``, then ``Drawing.finish`` with ``table``)."""
+    with start_figures(frame, fits, out_dir, formats, workers, memo) as drawing:
+        return drawing.finish(table)
 
-    The figures are drawn side by side in ``workers`` processes (default: one per CPU this process may
-    run on, ``drawing_workers``); each figure depends on its own data alone, so the files are those drawn
-    one after another here (``workers=1``), byte for byte. With ``memo``, a figure drawn before from the
-    same data (``analysis.memo``: its arguments' rows, the formats, the code) is written from the bytes
-    kept, and only the others are drawn."""
-    jobs = figure_jobs(frame, fits, table)
-    folder = out_dir / FIGURES_DIR
-    keys: dict[str, str] = {}
-    written: dict[str, list[Path]] = {}
-    if memo is not None:
-        settings = _matplotlib_settings()
+
+def start_figures(
+    frame: pd.DataFrame,
+    fits: Fits,
+    out_dir: Path,
+    formats: Sequence[str] = FORMATS,
+    workers: int | None = None,
+    memo: Memo | None = None,
+) -> Drawing:
+    """Start drawing, into ``out_dir/FIGURES_DIR``, every figure of ``build_figures`` but those of the
+    comparison table (``TABLE_FIGURES``), in every one of ``formats``: side by side in ``workers``
+    processes (default: one per CPU this process may run on, ``drawing_workers``), which draw while the
+    command goes on (a report computes its table meanwhile: the figures cost it no wall time where a CPU is
+    free); ``Drawing.finish`` adds the table's figures and waits. Each figure depends on its own data
+    alone, so the files are those drawn one after another here (``workers=1``), byte for byte. With
+    ``memo``, a figure drawn before from the same data (``analysis.memo``: its arguments' rows, the
+    formats, the code) is written from the bytes kept, and only the others are drawn. Use it as a context
+    manager: leaving it ends the workers, whatever happened meanwhile."""
+    return Drawing(frame, fits, out_dir / FIGURES_DIR, tuple(formats), workers, memo)
+
+
+class Drawing:
+    """Figures being drawn (``start_figures``)."""
+
+    def __init__(
+        self,
+        frame: pd.DataFrame,
+        fits: Fits,
+        folder: Path,
+        formats: tuple[str, ...],
+        workers: int | None,
+        memo: Memo | None,
+    ) -> None:
+        self.folder = folder
+        self.formats = formats
+        self.memo = memo
+        self._frame, self._fits = frame, fits
+        self.keys: dict[str, str] = {}
+        self.written: dict[str, list[Path]] = {}
+        self.jobs = figure_jobs(frame, fits, pd.DataFrame())  # the table's figures: ``finish``
+        self._settings = _matplotlib_settings() if memo is not None else ()
+        early = {stem: job for stem, job in self.jobs.items() if stem not in TABLE_FIGURES}
+        todo = self._not_kept(early)
+        count = drawing_workers(len(todo) + len(TABLE_FIGURES)) if workers is None else workers
+        self._workers = max(1, min(count, len(todo) + len(TABLE_FIGURES)))
+        self._pool: ProcessPoolExecutor | None = None
+        self._started: list[BaseProcess] = []
+        self._pending: dict[str, Future] = {}
+        self._forked = False
+        self._import(todo)
+        if self._workers < 2:
+            self._drawn = {stem: _draw(stem, job, folder, formats) for stem, job in todo.items()}
+        else:
+            self._drawn = {}
+            self._start(todo)
+
+    def __enter__(self) -> Drawing:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop()
+
+    def finish(self, table: pd.DataFrame) -> list[Path]:
+        """Draw the table's figures (``TABLE_FIGURES``) of ``table`` (``analysis.compare.figure_table`` of the
+        same frame), wait for every figure, keep the ones drawn (``memo``); the paths written, in reading
+        order."""
+        self.jobs = figure_jobs(self._frame, self._fits, table)
+        late = {stem: self.jobs[stem] for stem in TABLE_FIGURES}
+        todo = self._not_kept(late)
+        self._import(todo)
+        try:
+            if self._pool is None:
+                self._drawn.update(
+                    (stem, _draw(stem, job, self.folder, self.formats)) for stem, job in todo.items()
+                )
+            else:
+                # The workers were started before the table existed: it is sent to them.
+                self._pending.update(
+                    (stem, self._pool.submit(_draw, stem, job, self.folder, self.formats))
+                    for stem, job in todo.items()
+                )
+                await_workers(self._pool, list(self._pending.values()))
+                self._drawn.update((stem, future.result()) for stem, future in self._pending.items())
+        except (
+            BrokenProcessPool,
+            WorkerLost,
+        ) as exc:  # a worker killed: ``await_workers`` or the pool noticed
+            raise WorkerLost(_lost_line(self._started)) from exc
+        finally:
+            self._stop()
+        for stem, paths in self._drawn.items():
+            if self.memo is not None:
+                self.memo.put(self.keys[stem], [(path.name, path.read_bytes()) for path in paths])
+        self.written.update(self._drawn)
+        return [path for stem in self.jobs for path in self.written[stem]]
+
+    def _not_kept(self, jobs: dict[str, Job]) -> dict[str, Job]:
+        """The ``jobs`` whose files ``memo`` does not keep; the kept ones are written from its bytes."""
+        if self.memo is None:
+            return jobs
+        todo = {}
         for stem, (_, args) in jobs.items():
-            keys[stem] = memo.key(f"figure-{stem}", args, tuple(formats), settings)
-            found, files = memo.get(keys[stem])
+            self.keys[stem] = self.memo.key(f"figure-{stem}", args, self.formats, self._settings)
+            found, files = self.memo.get(self.keys[stem])
             if found:
-                written[stem] = _written(folder, files)
-    todo = {stem: job for stem, job in jobs.items() if stem not in written}
-    for module in sorted({name.rsplit(".", 1)[0] for name, _ in todo.values()}):
-        importlib.import_module(f"{__name__}.{module}")  # once here, not in each forked worker
-    count = drawing_workers(len(todo)) if workers is None else min(workers, len(todo))
-    if count < 2:
-        drawn = {stem: _draw(stem, job, folder, formats) for stem, job in todo.items()}
-    else:
-        drawn = _draw_in_workers(todo, folder, formats, count)
-    for stem, paths in drawn.items():
-        if memo is not None:
-            memo.put(keys[stem], [(path.name, path.read_bytes()) for path in paths])
-    written.update(drawn)
-    return [path for stem in jobs for path in written[stem]]
+                self.written[stem] = _written(self.folder, files)
+            else:
+                todo[stem] = jobs[stem]
+        return todo
+
+    @staticmethod
+    def _import(jobs: dict[str, Job]) -> None:
+        for module in sorted({name.rsplit(".", 1)[0] for name, _ in jobs.values()}):
+            importlib.import_module(f"{__name__}.{module}")  # once here, not in each forked worker
+
+    def _start(self, jobs: dict[str, Job]) -> None:
+        """``_draw`` of every one of ``jobs`` in a pool of processes started as ``analysis.load``'s loading
+        workers are (``pool_context``: forked, or from a fork server once JAX or PyTorch is loaded, whose
+        threads a fork may deadlock); the workers end with the command (``start_workers``).
+
+        A forked worker inherits the frame and fits, copied only where it writes (``gc.freeze`` keeps the
+        collector from writing into every object); a worker from a fork server is sent the job's own data."""
+        context = pool_context()
+        self._forked = context is None
+        if self._forked:
+            _INHERITED.update(jobs)
+            gc.freeze()
+        calls = [
+            (_draw_inherited, (stem, self.folder, self.formats))
+            if self._forked
+            else (_draw, (stem, job, self.folder, self.formats))
+            for stem, job in jobs.items()
+        ]
+        try:
+            self._pool, futures = start_workers(self._workers, context, calls)
+        except BaseException:
+            self._stop()
+            raise
+        self._started = worker_processes(self._pool)  # kept: a broken pool forgets its processes
+        self._pending = dict(zip(jobs, futures, strict=True))
+
+    def _stop(self) -> None:
+        """End the workers (``stop_workers``) and forget what they inherited; idempotent."""
+        if self._pool is not None:
+            stop_workers(self._pool)
+            self._pool = None
+        if self._forked:
+            _INHERITED.clear()
+            gc.unfreeze()
+            self._forked = False
 
 
 def _matplotlib_settings() -> tuple[object, ...]:
@@ -194,41 +323,6 @@ _INHERITED: dict[str, Job] = {}
 def _draw_inherited(stem: str, folder: Path, formats: Sequence[str]) -> list[Path]:
     """``_draw`` in a forked worker, of the job it inherited from the command."""
     return _draw(stem, _INHERITED[stem], folder, formats)
-
-
-def _draw_in_workers(
-    jobs: dict[str, Job], folder: Path, formats: Sequence[str], count: int
-) -> dict[str, list[Path]]:
-    """``_draw`` of every job in a pool of ``count`` processes started as ``analysis.load``'s loading
-    workers are (``pool_context``: forked, or from a fork server once JAX or PyTorch is loaded, whose
-    threads a fork may deadlock); the workers end with the command (``start_workers``).
-
-    A forked worker inherits the frame and fits, copied only where it writes (``gc.freeze`` keeps the
-    collector from writing into every object); a worker from a fork server is sent the job's own data."""
-    context = pool_context()
-    forked = context is None
-    pool = None
-    started: list[BaseProcess] = []
-    try:
-        if forked:
-            _INHERITED.update(jobs)
-            gc.freeze()
-        calls = [
-            (_draw_inherited, (stem, folder, formats)) if forked else (_draw, (stem, job, folder, formats))
-            for stem, job in jobs.items()
-        ]
-        pool, futures = start_workers(count, context, calls)
-        started = worker_processes(pool)  # kept: a broken pool forgets its processes
-        await_workers(pool, futures)
-        return {stem: future.result() for stem, future in zip(jobs, futures, strict=True)}
-    except (BrokenProcessPool, WorkerLost) as exc:  # a worker killed: ``await_workers`` or the pool noticed
-        raise WorkerLost(_lost_line(started)) from exc
-    finally:
-        if pool is not None:
-            stop_workers(pool)
-        _INHERITED.clear()
-        if forked:
-            gc.unfreeze()
 
 
 def _lost_line(workers: list[BaseProcess]) -> str:
