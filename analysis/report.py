@@ -27,8 +27,7 @@ from analysis.memo import Memo
 from analysis.output import DEFAULT_FIGURE_FORMATS, publish_whole, staging
 from analysis.render import figure_lines, markdown_table, with_interval
 from analysis.runs import Selection, selection_lines
-from analysis.sentinel import drift_line, speed_line, speed_ratios
-from analysis.trust import stability, unstable_line, verdict
+from analysis.trust import condition_lines, stability, unstable_line
 from analysis.verdicts import with_run_kinds
 from model.units import (
     fmt_count,
@@ -539,14 +538,8 @@ _LINK_ORDER = {".png": 0, ".svg": 1}
 def busy_lines(selection: Selection) -> list[str]:
     """One line per run used that was measured on a busy machine (``analysis.trust.verdict``), whose speed
     drifted during it, or that ran slower or faster than its machine's other runs (``analysis.sentinel``)."""
-    runs = selection.result.runs
-    speeds = {row.source: (row.ratio, row.others) for row in speed_ratios(runs).itertuples(index=False)}
-    lines = []
-    for run in runs.itertuples(index=False):
-        speed = speeds.get(run.source)
-        found = [verdict(run._asdict()), drift_line(run._asdict()), speed and speed_line(*speed)]
-        lines.extend(f"{run.source}: {line}" for line in found if line)
-    return lines
+    conditions = condition_lines(selection.result.runs)
+    return [f"{source}: {line}" for source, lines in conditions.items() for line in lines]
 
 
 def write_report(

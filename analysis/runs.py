@@ -27,8 +27,7 @@ import pandas as pd
 
 from analysis.load import LoadResult
 from analysis.schema import printable
-from analysis.sentinel import drift_line, speed_line, speed_ratios
-from analysis.trust import verdict
+from analysis.trust import condition_lines
 
 #: At most this many file names in the line that lists the runs used.
 LISTED_RUNS = 8
@@ -338,13 +337,9 @@ def _run_notes(runs: pd.DataFrame) -> list[str]:
             f"{len(legacy)} run(s) saved without a run record (before it existed): their conditions (load, "
             f"other processes, interruptions) are unknown: {_names(legacy['source'])}"
         )
-    speeds = speed_ratios(runs).set_index("source")
-    for run in _rows(runs):
-        fields = run._asdict()
-        lines = [verdict(fields), drift_line(fields)]
-        if run.source in speeds.index:
-            lines.append(speed_line(speeds.loc[run.source, "ratio"], int(speeds.loc[run.source, "others"])))
-        notes.extend(f"{run.source}: {line}" for line in lines if line)
+    conditions = condition_lines(runs)
+    for run in _rows(runs, ["source", "faults"]):
+        notes.extend(f"{run.source}: {line}" for line in conditions.get(run.source, ()))
         notes.extend(f"{run.source}: fault during the run: {fault}" for fault in run.faults)
     return notes
 

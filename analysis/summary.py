@@ -19,9 +19,8 @@ from analysis.fits import Fits, fit_all
 from analysis.host import DRAM_LLC_FACTOR
 from analysis.intervals import positive_interval
 from analysis.runs import without_unfinished
-from analysis.sentinel import drift_line, speed_line, speed_ratios
 from analysis.steady import steadiness_line, steadiness_table
-from analysis.trust import stability, unstable_line, verdict
+from analysis.trust import condition_lines, stability, unstable_line
 from model.units import (
     fmt_bytes,
     fmt_count,
@@ -64,15 +63,13 @@ def trust_lines(runs: pd.DataFrame | None) -> list[str]:
     if runs is None or runs.empty:
         return []
     several = len(runs) > 1
-    speeds = {row.source: (row.ratio, row.others) for row in speed_ratios(runs).itertuples(index=False)}
+    conditions = condition_lines(runs)
     lines = []
     for run in runs.itertuples(index=False):
         name = f"{run.source}: " if several else ""
         if not run.has_record:
             lines.append(f"{name}Conditions unknown: the run was saved without a run record")
-        speed = speeds.get(run.source)
-        found = [verdict(run._asdict()), drift_line(run._asdict()), speed and speed_line(*speed)]
-        lines.extend(f"{name}{line}" for line in found if line)
+        lines.extend(f"{name}{line}" for line in conditions.get(run.source, ()))
         if run.status == "interrupted":
             by = f" by {run.interrupted_by}" if run.interrupted_by else ""
             lines.append(
