@@ -23,6 +23,7 @@ import stat
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -84,6 +85,27 @@ def cache_files(folder: Path, rows: bool) -> list[Path]:
     return sorted(path for path in files if path.name.endswith(".rows.parquet") == rows)
 
 
+def cache_copies(
+    tmp_path: Path, samples: object
+) -> tuple[Path, LoadResult, Path, Callable[[int], Iterator[Path]]]:
+    """A storage of the runs, what parsing it gives (``samples`` as ``load_runs``'), the cache its load
+    filled, and ``copies(count)``: that many fresh copies of the cache, one at a time, each removed once the
+    next is asked for."""
+    runs = storage(tmp_path)
+    expected = load_runs([runs], samples=samples)
+    pristine = tmp_path / "cache"
+    load_runs([runs], samples=samples, cache=pristine)
+
+    def copies(count: int) -> Iterator[Path]:
+        for attempt in range(count):
+            copy = tmp_path / f"cache{attempt}"
+            shutil.copytree(pristine, copy)
+            yield copy
+            shutil.rmtree(copy)
+
+    return runs, expected, pristine, copies
+
+
 def warnings_of(err: str) -> list[str]:
     return [line for line in err.splitlines() if "warning" in line]
 
@@ -97,14 +119,9 @@ def test_1_a_flipped_bit_in_the_cached_rows_never_changes_a_row(
     """48 single-bit flips at random offsets of a cached rows file (raw samples kept: most of its bytes are
     numbers), each in a fresh copy of the cache: every load gives the rows parsing gives, a damaged file is
     named in one line. Before, 21 of 40 such flips changed the frame without a word."""
-    runs = storage(tmp_path)
-    expected = load_runs([runs], samples=uses_samples)
-    pristine = tmp_path / "cache"
-    load_runs([runs], samples=uses_samples, cache=pristine)
+    runs, expected, _, copies = cache_copies(tmp_path, uses_samples)
     rng = random.Random(32)
-    for attempt in range(48):
-        copy = tmp_path / f"cache{attempt}"
-        shutil.copytree(pristine, copy)
+    for copy in copies(48):
         (rows,) = cache_files(copy, rows=True)
         offset = flipped(rows, rng)
         capfd.readouterr()
@@ -117,7 +134,6 @@ def test_1_a_flipped_bit_in_the_cached_rows_never_changes_a_row(
             ) from error
         lines = warnings_of(capfd.readouterr().err)
         assert len(lines) <= 1 and all("parsed again" in line for line in lines), lines
-        shutil.rmtree(copy)
 
 
 def test_1_compare_of_a_damaged_cache_prints_what_no_cache_prints_and_one_line(tmp_path: Path) -> None:
@@ -187,31 +203,20 @@ def test_2_a_flipped_bit_in_a_kept_result_is_never_served(tmp_path: Path) -> Non
 def test_10_a_damaged_cache_index_costs_a_parse_not_a_traceback(tmp_path: Path) -> None:
     """Flipped bits in each cache file other than the rows (its index: before, the pickle of run infos, where
     one flip made every later command fail with KeyError 'machine_ad' until the cache was removed)."""
-    runs = storage(tmp_path)
-    expected = load_runs([runs], samples=False)
-    pristine = tmp_path / "cache"
-    load_runs([runs], samples=False, cache=pristine)
+    runs, expected, _, copies = cache_copies(tmp_path, False)
     rng = random.Random(10)
-    for attempt in range(24):
-        copy = tmp_path / f"cache{attempt}"
-        shutil.copytree(pristine, copy)
+    for copy in copies(24):
         for path in cache_files(copy, rows=False):
             flipped(path, rng)
         for _ in range(2):  # the damaged load, then the one after it
             same(expected, load_runs([runs], samples=False, cache=copy))
-        shutil.rmtree(copy)
 
 
 def test_10_a_cache_file_naming_code_is_never_run(tmp_path: Path) -> None:
     """A pickle that names a module and a class (``os.system`` here would run a command; a module that is
     not there raised ModuleNotFoundError before) in place of every cache file but the rows: parsed again."""
-    runs = storage(tmp_path)
-    expected = load_runs([runs], samples=False)
-    pristine = tmp_path / "cache"
-    load_runs([runs], samples=False, cache=pristine)
-    for index, _ in enumerate(cache_files(pristine, rows=False)):  # one file at a time
-        copy = tmp_path / f"cache{index}"
-        shutil.copytree(pristine, copy)
+    runs, expected, pristine, copies = cache_copies(tmp_path, False)
+    for index, copy in enumerate(copies(len(cache_files(pristine, rows=False)))):  # one file at a time
         cache_files(copy, rows=False)[index].write_bytes(b"cno_such_module_lb32\nThing\n)\x81.")
         same(expected, load_runs([runs], samples=False, cache=copy))
 
