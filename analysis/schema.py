@@ -23,7 +23,6 @@ exactly.
 from __future__ import annotations
 
 import contextlib
-import functools
 import itertools
 import math
 import sys
@@ -287,13 +286,6 @@ class Fields:
     required: bool = False
     required_keys: tuple[str, ...] = ()
 
-    @functools.cached_property
-    def required_objects(self) -> tuple[str, ...]:
-        """The keys of the nested objects that must be there (``Fields`` with ``required``)."""
-        return tuple(
-            key for key, check in self.checks.items() if isinstance(check, Fields) and check.required
-        )
-
 
 #: The run-level fields analysis reads (``analysis.load.machine_identity``, ``analysis.load._run_info``):
 #: the machine, and when and by what the run was saved.
@@ -401,8 +393,6 @@ CASE_FIELDS = Fields(
 def first_problem(value: Mapping, fields: Fields, prefix: str = "") -> str | None:
     """The first field of ``value`` that breaks ``fields``, as "FIELD = VALUE (RULE)" or "FIELD is missing"
     (FIELD as a dotted path after ``prefix``); None when every checked field is right."""
-    if _all_right(value, fields):
-        return None
     for key in fields.required_keys:
         if key not in value:
             return f"{prefix}{key} is missing"
@@ -425,27 +415,6 @@ def first_problem(value: Mapping, fields: Fields, prefix: str = "") -> str | Non
             if rule is not None:
                 return f"{prefix}{key} = {shown(item)} ({rule})"
     return None
-
-
-def _all_right(value: Mapping, fields: Fields) -> bool:
-    """Whether ``first_problem`` finds none: the same checks, of the keys ``value`` holds rather than of every
-    key ``fields`` knows (a case holds 15 of the 60 coordinates checked, a fleet 10⁵ cases), in the order
-    ``value`` holds them: ``first_problem`` then finds the first in its own order, where there is one."""
-    if not all(key in value for key in fields.required_keys):
-        return False
-    if any(value.get(key) is None for key in fields.required_objects):
-        return False
-    checks = fields.checks
-    for key, item in value.items():
-        check = checks.get(key)
-        if check is None:
-            continue
-        if isinstance(check, Fields):
-            if item is not None and not (isinstance(item, Mapping) and _all_right(item, check)):
-                return False
-        elif check(item) is not None:
-            return False
-    return True
 
 
 # --- one run ------------------------------------------------------------------------------------------------
