@@ -111,8 +111,8 @@ def test_a_bad_field_drops_its_case_with_one_line(
 
 
 def test_every_checked_field_of_every_case_is_checked_and_named() -> None:
-    """``first_problem`` misses no field: every checked field of every case of today's full run, set to a value
-    no check accepts, is the one problem named; a case left whole has none."""
+    """``first_problem`` misses no field: every checked field of every case of today's full run, set to a
+    value no check accepts, is the one problem named; a case left whole has none."""
     doc = real(DATA / "runs-xeon" / "xeon-2core-full-1.json")
     named = 0
     bad_value = "bad\n"  # no check accepts it: a text must be printable, a number is no text
