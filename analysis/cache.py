@@ -610,8 +610,9 @@ def _decode(column: object, kind: str) -> object:
     texts = array.dictionary.to_pylist()
     codes = array.indices.to_numpy(zero_copy_only=False)
     values = [loads(text) for text in texts]
-    if not all(map(_immutable, values)):  # rows must not share a list or a dict: one object per row
-        return [loads(texts[code]) for code in codes.tolist()]
+    mutable = [not _immutable(value) for value in values]
+    if any(mutable):  # rows must not share a list or a dict: one object per row (the rest may share theirs)
+        return [loads(texts[code]) if mutable[code] else values[code] for code in codes.tolist()]
     distinct = np.empty(len(values), dtype=object)
     for index, value in enumerate(values):  # one by one: numpy would make a tuple of tuples a 2-D array
         distinct[index] = value
