@@ -241,6 +241,7 @@ class RunCache:
         runs took 0.45 s, much of it in Arrow, which releases the GIL, so a first ``compare`` or ``report``
         fits meanwhile and the cache costs it less time. ``wait_for_stores`` waits for it (a later
         ``lookup`` in this process does, and so does the command line before it exits)."""
+
         def store() -> None:
             with contextlib.suppress(Exception):  # as ``store``'s own: a problem costs a parse next time
                 self.store(columns, files)
