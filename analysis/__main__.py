@@ -40,7 +40,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, NoReturn, TextIO
 
-from analysis.cache import CACHE_ENV, default_folder
+from analysis.cache import CACHE_ENV, default_folder, wait_for_stores
 from analysis.output import (
     DEFAULT_FIGURE_FORMATS,
     OutputError,
@@ -105,7 +105,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     with _stop_signals():
         try:
             args = _parser().parse_args(argv)
-            return args.command(args)
+            code = args.command(args)
+            wait_for_stores()  # the parsed runs written into the cache behind the command's work
+            return code
         except _UsageError as exc:
             with contextlib.suppress(CLIError):
                 _say(str(exc), sys.stderr)
@@ -113,6 +115,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         except (CLIError, OutputError, WorkerLost) as exc:
             with contextlib.suppress(CLIError):  # stderr itself cannot be written: the exit code says it
                 _say(f"{_PROG}: error: {exc}", sys.stderr)
+            wait_for_stores()  # what was parsed is kept for the next command
             return 1
         except KeyboardInterrupt as exc:
             signum = getattr(exc, "signum", signal.SIGINT)
@@ -398,6 +401,7 @@ def _loaded(args: argparse.Namespace, *modules: str, facts: Sequence[str] = ()) 
         facts=tuple(facts),
         meanwhile=_importer(*modules),
         cache=_cache(args),
+        store_behind=True,  # main waits for it before the command ends
     )
 
 
@@ -520,6 +524,7 @@ def _compare(args: argparse.Namespace) -> int:
         # fraction of the memory).
         categorical=True,
         unread=UNREAD_COLUMNS,
+        store_behind=True,  # main waits for it before the command ends
     )
     if loaded.frame.empty:  # no launchbench case: any other suite's, case by case
         if args.by in CASE_GROUPINGS:  # launchbench's framework cases: another suite's runs have none

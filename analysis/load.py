@@ -249,6 +249,7 @@ def load_runs(
     cache: Path | None = None,
     categorical: bool = False,
     unread: Collection[str] = (),
+    store_behind: bool = False,
 ) -> LoadResult:
     """Read every saved run under ``paths`` into one frame; never raises for a bad file.
 
@@ -268,7 +269,9 @@ def load_runs(
     which then take a byte or two a row instead of eight, and group without hashing every row's text
     (``python -m analysis compare``). ``unread``: frame columns the caller never reads, left out of the
     frame and not even read from the cache (``analysis.compare.UNREAD_COLUMNS``: half of a fleet's
-    columns).
+    columns). ``store_behind``: the files parsed are written into the cache by a thread
+    (``RunCache.store_behind``), and this returns before they are: the caller goes on with its work and
+    waits for them with ``analysis.cache.wait_for_stores`` (the command line does, before it exits).
 
     Each path is a file, a folder (searched recursively for ``*.json``, as pytest-benchmark's storage nests
     runs in one folder per platform) or a glob (``**`` allowed). A file that cannot be read, is not JSON, is
@@ -296,7 +299,7 @@ def load_runs(
     fresh_columns = {key: _joined(parts_) for key, parts_ in columns.items()}
     parsed = _fresh_entries(fresh, keys, batches)
     if store is not None and parsed:
-        store.store(fresh_columns, list(parsed.values()))
+        (store.store_behind if store_behind else store.store)(fresh_columns, list(parsed.values()))
     if hits:  # cached and parsed files, in the order of ``files``
         del columns, batches  # the parsed rows' parts: joined into fresh_columns
         return _assembled(store, files, problems, parts, fresh_columns, parsed, facts, categorical)

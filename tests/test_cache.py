@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -84,6 +85,31 @@ def test_second_load_reads_no_file_and_gives_the_same(
     assert writable or samples is False
     for data in writable:
         data[:1] = data[:1]  # the arrays stay writable, as parsed ones are
+
+
+def test_a_store_behind_is_waited_for_by_the_next_load(
+    tmp_path: Path, no_parsing: list[Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``store_behind`` (the command line's first load, issue 33) returns before its segment is written; the
+    next load in the process waits for it and parses nothing, and gives what parsing gives."""
+    storage = _storage(tmp_path)
+    folder = tmp_path / "cache"
+    writing = threading.Event()
+    store = run_cache.RunCache.store
+
+    def slow_store(self: run_cache.RunCache, *args: object) -> None:
+        writing.wait(10)  # the segment is written only once the first load has returned
+        store(self, *args)
+
+    monkeypatch.setattr(run_cache.RunCache, "store", slow_store)
+    first = load.load_runs([storage], samples=uses_samples, cache=folder, store_behind=True)
+    assert not list(folder.rglob("*.index"))  # not yet written
+    writing.set()
+    no_parsing.clear()
+    second = load.load_runs([storage], samples=uses_samples, cache=folder)
+    assert no_parsing == []
+    _same(load.load_runs([storage], samples=uses_samples), second)
+    _same(first, second)
 
 
 def test_changed_removed_and_replaced_files_are_read_again(tmp_path: Path, no_parsing: list[Path]) -> None:

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from analysis.load import load_doc, load_runs
-from analysis.schema import RUN_RECORD_KEY, SUITE
+from analysis.schema import CASE_FIELDS, RUN_RECORD_KEY, SUITE, first_problem
 from tests.test_load import write_json
 from tests.test_trust import with_record
 
@@ -108,6 +108,29 @@ def test_a_bad_field_drops_its_case_with_one_line(
     result, _ = load_beside_good(tmp_path, bad)
     assert result.problems == (f"{bad}: case {bench['fullname']}: dropped: {said}",)
     assert (result.frame["source"] == str(bad)).sum() == len(doc["benchmarks"]) - 1
+
+
+def test_every_checked_field_of_every_case_is_checked_and_named() -> None:
+    """``first_problem`` misses no field: every checked field of every case of today's full run, set to a
+    value no check accepts, is the one problem named; a case left whole has none."""
+    doc = real(DATA / "runs-xeon" / "xeon-2core-full-1.json")
+    named = 0
+    bad_value = "bad\n"  # no check accepts it: a text must be printable, a number is no text
+    for bench in doc["benchmarks"]:
+        assert first_problem(bench, CASE_FIELDS) is None
+        for part in ("extra_info", "stats"):
+            checks = CASE_FIELDS.checks[part].checks
+            for key in [key for key in bench[part] if key in checks]:
+                bad = copy.deepcopy(bench)
+                bad[part][key] = bad_value
+                assert (
+                    first_problem(bad, CASE_FIELDS)
+                    == f"{part}.{key} = {bad_value!r} ({checks[key](bad_value)})"
+                )
+                named += 1
+        for part in ("extra_info", "stats"):
+            assert first_problem({**bench, part: None}, CASE_FIELDS) == f"{part} is missing"
+    assert named > 1000
 
 
 def test_a_call_list_by_op_is_carried_as_a_mapping(tmp_path: Path) -> None:

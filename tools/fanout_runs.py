@@ -11,7 +11,7 @@ read them.
 These files are made-up data for timing the tools, never measurements: each carries
 ``machine_info["launchbench"]["synthetic"] = "fanout_runs.py copy of <source>"``.
 
-    python tools/fanout_runs.py tests/data/cpu-2core-quick.json /tmp/fleet --copies 1000 --machines 4
+    python tools/fanout_runs.py tests/data/sentinel/quiet-quick-1.json /tmp/fleet --copies 1000 --machines 10
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 #!/bin/bash
-# The quiet measurements of issue 22 (docs/speed.md, "Where the goals stand"), on the fleets made as
+# The quiet measurements of issue 22 (docs/speed.md, "Issue 22's goals"), on the 21-case fleets made as
 # docs/speed.md says under "Commands" (/tmp/fleet, /tmp/fleetq, /tmp/fleet20, /tmp/fleet50; the last one's
 # parse cache /tmp/c50 filled, and its output kept, by one earlier
 # `python -m analysis compare /tmp/fleet50 --cache /tmp/c50 > /tmp/c50.cold.out`).
