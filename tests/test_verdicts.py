@@ -96,3 +96,11 @@ def test_a_ten_percent_change_in_one_full_run_is_caught_and_leads(rates) -> None
     assert len(trials) == 12
     assert trials["leads"].mean() >= 0.95
     assert (trials["leads"] == trials["flagged"]).all()
+
+
+def test_normalized_aa_flags_no_more_than_as_measured(rates) -> None:
+    """The ten quiet quick runs with a speed sentinel, every pair one run a side: ``--normalize`` flags no
+    more figures than the plain comparison, and at most 1 % of those judged."""
+    changed, judged = rates.false_positives(rates.SENTINEL_RUNS, normalize=True)
+    plain, _ = rates.false_positives(rates.SENTINEL_RUNS)
+    assert judged > 1000 and changed <= plain and changed / judged <= 0.01

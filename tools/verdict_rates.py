@@ -23,6 +23,7 @@ from analysis.compare import figure_table, measured_figures
 from analysis.fits import fit_all
 from analysis.load import load_runs
 from analysis.runs import select_runs
+from analysis.sentinel import normalized
 from analysis.verdicts import (
     MARK_CHANGED,
     MARK_INCONCLUSIVE,
@@ -35,6 +36,8 @@ from analysis.verdicts import (
 ROOT = Path(__file__).resolve().parent.parent
 FULL_RUNS = ROOT / "tests" / "data" / "runs"
 QUICK_RUNS = ROOT / "tests" / "data" / "aa"
+#: Ten quick runs back to back of a later commit, each with its speed sentinel (``compare --normalize``).
+SENTINEL_RUNS = ROOT / "tests" / "data" / "aa-sentinel"
 #: The per-run statistics a scaled figure's rows get multiplied in (times per call).
 TIME_COLUMNS = ("min", "max", "mean", "median", "q1", "q3", "iqr", "stddev")
 
@@ -57,9 +60,13 @@ def compare_sides(
     return figure_table(rows, fit_all(rows, predictions=False), "A", threshold)
 
 
-def false_positives(folder: Path, threshold: float = THRESHOLD) -> tuple[int, int]:
-    """(figures marked changed, figures judged) over every pair of runs in ``folder``, one run a side."""
+def false_positives(folder: Path, threshold: float = THRESHOLD, normalize: bool = False) -> tuple[int, int]:
+    """(figures marked changed, figures judged) over every pair of runs in ``folder``, one run a side;
+    ``normalize``: each run's times first divided by its speed sentinel's ratio to the median of the
+    folder's runs (``compare --normalize`` with the machine's history in the storage)."""
     frame, runs = runs_of(folder)
+    if normalize:
+        frame, _ = normalized(frame, runs)
     changed = judged = 0
     for pair in itertools.combinations(sorted(runs["source"].astype(str)), 2):
         table = compare_sides(frame, runs, [[pair[0]], [pair[1]]], threshold)
@@ -141,6 +148,13 @@ def main() -> None:
     for folder in (FULL_RUNS, QUICK_RUNS):
         changed, judged = false_positives(folder)
         print(f"A/A {folder.name}: {changed} of {judged} judged figures changed ({changed / judged:.2%})")
+    for normalize in (False, True):
+        changed, judged = false_positives(SENTINEL_RUNS, normalize=normalize)
+        how = "normalized by the speed sentinel" if normalize else "as measured"
+        print(
+            f"A/A {SENTINEL_RUNS.name}, {how}: {changed} of {judged} judged figures changed "
+            f"({changed / judged:.2%})"
+        )
     for folder, factor, sides, what in (
         (FULL_RUNS, 1.10, one_run_pairs(FULL_RUNS), "one full run a side"),
         (QUICK_RUNS, 1.10, three_run_sides(QUICK_RUNS), "three quick runs a side"),
