@@ -507,6 +507,7 @@ def _compare(args: argparse.Namespace) -> int:
     from analysis.facts import BY_MACHINE, BY_RUN, CASE_GROUPINGS
     from analysis.load import fact_column, load_runs
     from analysis.runs import selection_lines
+    from analysis.steady import warm_up_line
 
     fact = None if args.by in (BY_MACHINE, BY_RUN, *CASE_GROUPINGS) else args.by
     column = fact_column(fact) if fact else None
@@ -544,6 +545,9 @@ def _compare(args: argparse.Namespace) -> int:
         groups = _groups(selection.result.runs, args, column)
         frame = groups.relabel(selection.result.frame)
     head = [*selection_lines(selection), *group_notes(groups)]
+    warm_up = warm_up_line(selection.result.frame)  # a warm-up's rounds were left out at loading
+    if warm_up:
+        head.append(warm_up)
     if args.normalize:
         from analysis.sentinel import normalized
 

@@ -53,7 +53,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 #: Bumped when what a cached file's entry means changes; the loader's source is hashed in beside it.
-LOADER_VERSION = 3
+LOADER_VERSION = 4
 
 #: The environment variable that moves the cache (``--cache`` wins over it).
 CACHE_ENV = "LAUNCHBENCH_CACHE"
@@ -71,6 +71,7 @@ _LOADER_MODULES = (
     "analysis.load",
     "analysis.schema",
     "analysis.facts",
+    "analysis.steady",
     "analysis.cache",
     "analysis.sealed",
     "model.hardware",

@@ -35,6 +35,7 @@ from analysis.fits import Fits
 from analysis.host import BANDWIDTH_OPS
 from analysis.host import STATISTIC as HOST_STATISTIC
 from analysis.memo import Memo
+from analysis.steady import STEADY_COLUMNS, warm_up_text
 from analysis.verdicts import (
     MARK_BASELINE,
     MARK_CHANGED,
@@ -611,6 +612,7 @@ FIGURE_TABLE_COLUMNS = (
     "p_value",
     "evidence",
     "unstable",
+    "warm_up",
 )
 
 
@@ -776,6 +778,7 @@ def _measured_rows(
         "source",
         "data",
         "rounds",
+        *STEADY_COLUMNS,
         figure.statistic,
         "median",
         "min",
@@ -822,21 +825,17 @@ def _measured_rows(
                 "mark": mark,
                 "_verdict": verdict,
                 "unstable": unstable_text(own),
+                "warm_up": warm_up_text(own),
             }
         )
     return table
 
 
-#: The most runs of a group whose rounds ``unstable_text`` classifies (``analysis.steady``).
-STEADY_CHECK_RUNS = 20
-
-
 def unstable_text(rows: pd.DataFrame) -> str:
     """How unstable the worst of ``rows`` (a figure's rows in one group) is, "3.01× median/min, IQR 143 %"
     (``analysis.trust``'s rule), and "no steady state in 2 of 3 runs" where the rounds of some never settled
-    (``analysis.steady``, rows saved with their rounds, in groups of at most ``STEADY_CHECK_RUNS`` runs: a
-    fleet's groups would cost seconds; its runs' summaries say it); "" when neither."""
-    from analysis.steady import NO_STEADY_STATE, classify
+    (``analysis.steady``: classified at loading, rows read with their rounds); "" when neither."""
+    from analysis.steady import CLASSES, NO_STEADY_STATE
     from analysis.trust import any_unstable, stability
 
     parts = []
@@ -847,11 +846,10 @@ def unstable_text(rows: pd.DataFrame) -> str:
         iqr = worst["iqr_over_median"]
         spread = f", IQR {fmt_percent(iqr)} of the median" if math.isfinite(iqr) else ""
         parts.append(f"{worst['median_over_min']:.2f}× median/min{spread}")
-    if "data" in rows and len(rows) <= STEADY_CHECK_RUNS:
-        kinds = [classify(np.asarray(data)) for data in rows["data"] if isinstance(data, np.ndarray)]
-        unsteady = sum(kind is not None and kind.kind == NO_STEADY_STATE for kind in kinds)
+    if "steady" in rows:
+        unsteady = int((rows["steady"] == NO_STEADY_STATE).sum())
         if unsteady:
-            parts.append(f"no steady state in {unsteady} of {len(kinds)} run(s)")
+            parts.append(f"no steady state in {unsteady} of {int(rows['steady'].isin(CLASSES).sum())} run(s)")
     return "; ".join(parts)
 
 
@@ -1106,6 +1104,7 @@ def figure_table(
                     "mark": mark,
                     "_verdict": verdict,
                     "unstable": "",  # a fit's points are many cases: their stability is the summary's
+                    "warm_up": "",  # and so are their warm-ups
                 }
             )
     launch_labels = {spec.label for spec in LAUNCH_FIGURES}
@@ -1113,7 +1112,7 @@ def figure_table(
     for figure in measured_figures(frame):
         fitted += _measured_rows(frame, figure, groups, base, judge)
     launch_rows = [row for row in rows if row["figure"] in launch_labels]
-    columns = [*FIGURE_TABLE_COLUMNS[:9], "mark", "_verdict", "unstable"]
+    columns = [*FIGURE_TABLE_COLUMNS[:9], "mark", "_verdict", "unstable", "warm_up"]
     table = pd.DataFrame([*fitted, *launch_rows], columns=columns)
     table = judge.apply(table)[list(FIGURE_TABLE_COLUMNS)]
     table.attrs["baseline"] = base

@@ -67,6 +67,7 @@ from analysis.schema import RUN_RECORD_KEY as RUN_RECORD_KEY  # the data contrac
 from analysis.schema import SUITE, CheckedRun, check_run, printable
 from analysis.sentinel import from_record as sentinel_from_record
 from analysis.signals import WorkerLost, ended_text, held, process_alive, release
+from analysis.steady import STEADY_COLUMNS, steady_rounds
 from model.hardware import ATTRIBUTE_KEYS
 
 try:
@@ -138,8 +139,9 @@ RUN_INFO_COLUMNS = (
 LEGACY_QUICK_MAX_TIME_S = 0.1
 LEGACY_QUICK_CASES = ("ufunc_size", "many_vs_one")
 
-#: Columns of every frame, also of an empty one: run columns, benchmark identity, stats and raw samples.
-BASE_COLUMNS = (*RUN_COLUMNS, "name", "fullname", "group", *STAT_COLUMNS, "data")
+#: Columns of every frame, also of an empty one: run columns, benchmark identity, stats and raw samples,
+#: and the steady state of the rounds (``analysis.steady.steady_rounds``).
+BASE_COLUMNS = (*RUN_COLUMNS, "name", "fullname", "group", *STAT_COLUMNS, "data", *STEADY_COLUMNS)
 
 _GLOB_CHARS = frozenset("*?[")
 
@@ -1242,7 +1244,9 @@ _RESERVED_COLUMNS = frozenset(BASE_COLUMNS) | {
 
 
 def _rows(checked: CheckedRun, source: str) -> list[dict[str, object]]:
-    """One dict per checked launchbench case: run columns, ``extra_info``, stats, raw data."""
+    """One dict per checked launchbench case: run columns, ``extra_info``, stats, raw data; a warm-up's
+    rounds left out of the stats and data (``analysis.steady.steady_rounds``; the run's digest is of the
+    saved stats)."""
     run = checked.run
     identity = machine_identity(run["machine_info"])
     for key in ("logical_cpus", "stored_machine_id"):  # run facts: in ``LoadResult.runs``
@@ -1261,6 +1265,7 @@ def _rows(checked: CheckedRun, source: str) -> list[dict[str, object]]:
         stats = case["stats"]
         row.update({column: stats.get(column) for column in STAT_COLUMNS})
         row["data"] = stats["data"]
+        steady_rounds(row)
         rows.append(row)
     return rows
 

@@ -198,21 +198,40 @@ UNSTABLE_SHOWN = 6
 
 def unstable_lines(table: pd.DataFrame, groups: Sequence[Group], markdown: bool) -> list[str]:
     """The compared figures whose rounds were unstable in a group (``analysis.trust``'s rule), worst
-    first: a verdict on them rests on rounds that did not settle."""
-    if "unstable" not in table:
+    first: a verdict on them rests on rounds that did not settle. (A figure unsteady only, with no
+    median/min to rank it by, sorts last.)"""
+    title = f"Unstable measurements ({{}}; {STABILITY_RULE}; or rounds with no steady state):"
+    return _noted_figures(table, groups, markdown, "unstable", r"^([0-9.]+)×", title)
+
+
+def warm_up_lines(table: pd.DataFrame, groups: Sequence[Group], markdown: bool) -> list[str]:
+    """The measured figures some of whose runs in a group began with a warm-up (``analysis.steady``): its
+    rounds were left out of the figure at loading, counted here, most first."""
+    title = "Warm-ups left out of measured figures ({}; the rounds before their level settled):"
+    return _noted_figures(table, groups, markdown, "warm_up", r"^([0-9]+) ", title)
+
+
+def _noted_figures(
+    table: pd.DataFrame, groups: Sequence[Group], markdown: bool, column: str, rank: str, title: str
+) -> list[str]:
+    """The rows of ``table`` (groups' figures) with a note in ``column``, at most ``UNSTABLE_SHOWN``, the
+    largest first by the number the regular expression ``rank`` takes from the note, under ``title`` (its
+    ``{}``: how many)."""
+    if column not in table:
         return []
     codes = {group.label: group.code for group in groups}
-    rows = table[(table["unstable"] != "") & table["machine_id"].isin(codes)]
+    rows = table[(table[column] != "") & table["machine_id"].isin(codes)]
     if rows.empty:
         return []
     bullet = "- " if markdown else "  "
-    worst = rows.assign(_worst=rows["unstable"].str.extract(r"^([0-9.]+)×", expand=False).astype(float))
-    # (a figure unsteady only, with no median/min to rank it by, sorts last)
-    worst = worst.sort_values("_worst", ascending=False, kind="stable")
-    lines = [f"Unstable measurements ({len(rows)}; {STABILITY_RULE}; or rounds with no steady state):"]
+    ranked = rows.assign(_rank=rows[column].str.extract(rank, expand=False).astype(float))
+    ranked = ranked.sort_values("_rank", ascending=False, kind="stable")
+    lines = [title.format(len(rows))]
     lines += [
-        f"{bullet}{codes[row.machine_id]}  {row.figure}: {row.unstable}"
-        for row in worst.head(UNSTABLE_SHOWN).itertuples(index=False)
+        f"{bullet}{codes[machine]}  {figure}: {note}"
+        for machine, figure, note in ranked.head(UNSTABLE_SHOWN)[["machine_id", "figure", column]].itertuples(
+            index=False
+        )
     ]
     if len(rows) > UNSTABLE_SHOWN:
         lines.append(f"{bullet}and {len(rows) - UNSTABLE_SHOWN} more")
@@ -235,6 +254,9 @@ def figure_lines(
     unstable = unstable_lines(table, groups, markdown)
     if unstable:
         lines += [*unstable, ""]
+    warm_ups = warm_up_lines(table, groups, markdown)
+    if warm_ups:
+        lines += [*warm_ups, ""]
     if len(groups) <= WIDE_MAX_GROUPS:
         lines += _figures_as_columns(table, groups, markdown)
     else:

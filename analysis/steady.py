@@ -16,6 +16,16 @@ would be a dependency for what ~40 lines here do. A split counts only when the t
 - **warm-up**: every split steps down (slower first), the rounds before the last split are the warm-up;
 - **slowdown**: every split steps up (faster first);
 - **no steady state**: the level goes both up and down.
+
+A warm-up's rounds are left out of the case's figures, once, where each saved run is parsed
+(``steady_rounds``, called by ``analysis.load`` for every case read with its rounds, before the parsed-run
+cache, whose key holds this module's source): the row's raw samples become the rounds after the warm-up and
+pytest-benchmark's statistics (min, max, mean, stddev, median, q1, q3, iqr, ops, rounds) are recomputed from
+them as pytest-benchmark defines them (``round_statistics``), so every fit, verdict, stability check and
+prediction reads the steady rounds. The row says what was done: ``steady`` (the class) and
+``warm_up_rounds`` (the rounds left out; 0 for the other classes). A case read without its rounds (saved
+without them, ``--no-samples``, or a quick case's 5 rounds: too few to classify) keeps pytest-benchmark's
+statistics over every round, and NaN in both columns.
 """
 
 from __future__ import annotations
@@ -38,6 +48,8 @@ MAX_SPLITS = 4
 #: Rounds of the running median the series is smoothed with first: an isolated slow round (another
 #: process's time slice) is not a change of level.
 SMOOTHING = 5
+#: The columns ``steady_rounds`` adds to each case's row.
+STEADY_COLUMNS = ("steady", "warm_up_rounds")
 
 
 @dataclass(frozen=True)
@@ -57,6 +69,10 @@ def classify(rounds: np.ndarray) -> Steadiness | None:
     if times.size < 2 * MIN_SEGMENT or not np.all(np.isfinite(times) & (times > 0)):
         return None
     logs = _rolling_median(np.log(times), SMOOTHING)
+    if float(np.ptp(logs)) < math.log1p(MIN_SHIFT):
+        # No two segments' means can differ by MIN_SHIFT: flat, as the search would find (a third to half
+        # of a quiet run's cases; the search costs ~0.15 ms a case, a fleet's first load holds 10⁵)
+        return Steadiness(FLAT, (), 0)
     noise = 1.4826 * float(np.median(np.abs(np.diff(logs) - np.median(np.diff(logs))))) / math.sqrt(2)
     if noise == 0:
         noise = float(np.std(logs)) or 1e-12
@@ -109,43 +125,169 @@ def _splits(logs: np.ndarray, start: int, stop: int, penalty: float, budget: int
     return [*before, split, *after]
 
 
+def steady_rounds(row: dict[str, object]) -> None:
+    """Classify one parsed case's rounds (``row["data"]``, s per iteration, in the order they ran; the row
+    of ``analysis.load``) and, for a warm-up, leave its rounds out of the row: ``data`` becomes the rounds
+    after it, the statistics of pytest-benchmark (``round_statistics``) those of these rounds, and the
+    decode step's per-round probe times (``probe_s``, one per step round) lose the same first rounds, so
+    that probe round i still pairs with step round i. Sets ``steady`` and ``warm_up_rounds`` (NaN both
+    where the rounds were not read or are too few to classify)."""
+    data = row.get("data")
+    found = classify(data) if isinstance(data, np.ndarray) else None
+    row["steady"] = found.kind if found is not None else math.nan
+    row["warm_up_rounds"] = found.warm_up_rounds if found is not None else math.nan
+    if found is None or found.kind != WARM_UP:
+        return
+    skipped = found.warm_up_rounds
+    probe = row.get("probe_s")
+    if isinstance(probe, tuple | list) and len(probe) == len(data):
+        row["probe_s"] = tuple(probe[skipped:])
+    row["data"] = data[skipped:]
+    row.update(round_statistics(row["data"]))
+
+
+def round_statistics(rounds: np.ndarray) -> dict[str, float | int]:
+    """pytest-benchmark's statistics of ``rounds`` (s per iteration), as its ``stats.Stats`` defines them
+    (5.x; 3.x and 4.x alike): sample standard deviation (n − 1), 0 for one round; the quartiles by
+    Wikipedia's method 3 for an odd count and method 2 (the medians of each half) for an even one; ``ops``
+    = rounds ÷ their total. Computed with numpy: ``Stats`` sorts and sums in Python, 10⁵ rounds in 50 ms."""
+    ordered = np.sort(np.asarray(rounds, dtype=float))
+    count = int(ordered.size)
+    total = float(ordered.sum())
+    q1, q3 = _quartiles(ordered)
+    return {
+        "min": float(ordered[0]),
+        "max": float(ordered[-1]),
+        "mean": total / count,
+        "stddev": float(np.std(ordered, ddof=1)) if count > 1 else 0.0,
+        "median": float(np.median(ordered)),
+        "q1": q1,
+        "q3": q3,
+        "iqr": q3 - q1,
+        "ops": count / total if total else 0.0,
+        "rounds": count,
+    }
+
+
+def _quartiles(ordered: np.ndarray) -> tuple[float, float]:
+    """pytest-benchmark's first and third quartiles of the sorted ``ordered`` (``Stats.q1``, ``Stats.q3``)."""
+    count = ordered.size
+    if count == 1:
+        return float(ordered[0]), float(ordered[0])
+    if count % 2 == 0:  # method 2: the median of each half
+        half = count // 2
+        return float(np.median(ordered[:half])), float(np.median(ordered[half:]))
+    n, rest = divmod(count, 4)  # method 3
+    if rest == 1:
+        return (
+            float(0.25 * ordered[n - 1] + 0.75 * ordered[n]),
+            float(0.75 * ordered[3 * n] + 0.25 * ordered[3 * n + 1]),
+        )
+    return (
+        float(0.75 * ordered[n] + 0.25 * ordered[n + 1]),
+        float(0.25 * ordered[3 * n + 1] + 0.75 * ordered[3 * n + 2]),
+    )
+
+
 def steadiness_table(frame: pd.DataFrame) -> pd.DataFrame:
-    """Each case of ``frame`` with its raw rounds (``data``) classified: columns ``source``, ``machine_id``,
-    ``name``, ``rounds``, ``kind``, ``warm_up_rounds``. Cases saved without their rounds are left out."""
+    """Each case of ``frame`` classified at loading (``steady_rounds``): columns ``source``, ``machine_id``,
+    ``name``, ``rounds`` (all it ran, a warm-up's included), ``kind``, ``warm_up_rounds`` (left out of its
+    figures). Cases read without their rounds, or too few to classify, are left out."""
     columns = ["source", "machine_id", "name", "rounds", "kind", "warm_up_rounds"]
-    if frame.empty or "data" not in frame:
+    if frame.empty or "steady" not in frame:
         return pd.DataFrame(columns=columns)
-    rows = []
-    unknown = pd.Series("", index=frame.index)
-    for source, machine, name, data in zip(
-        frame.get("source", unknown),
-        frame.get("machine_id", unknown),
-        frame.get("name", unknown),
-        frame["data"],
-        strict=True,
-    ):
-        if not isinstance(data, np.ndarray | list | tuple):
-            continue
-        found = classify(np.asarray(data, dtype=float))
-        if found is not None:
-            rows.append([source, machine, name, len(data), found.kind, found.warm_up_rounds])
-    return pd.DataFrame(rows, columns=columns)
+    classified = frame[frame["steady"].isin(CLASSES)]
+    unknown = pd.Series("", index=classified.index)
+    warm_up = pd.to_numeric(classified["warm_up_rounds"], errors="coerce").fillna(0).astype(int)
+    rounds = pd.to_numeric(classified.get("rounds", unknown), errors="coerce").fillna(0).astype(int)
+    return pd.DataFrame(
+        {
+            "source": classified.get("source", unknown).astype(object),
+            "machine_id": classified.get("machine_id", unknown).astype(object),
+            "name": classified.get("name", unknown).astype(object),
+            "rounds": rounds + warm_up,
+            "kind": classified["steady"].astype(object),
+            "warm_up_rounds": warm_up,
+        },
+        columns=columns,
+    ).reset_index(drop=True)
 
 
-def steadiness_line(table: pd.DataFrame) -> str | None:
-    """One line counting the classes of ``steadiness_table``'s cases, the warm-ups' rounds and the cases
-    with no steady state named (at most three); None when no case was classified."""
-    if table.empty:
+def steadiness_line(table: pd.DataFrame, unclassified: int = 0) -> str | None:
+    """One line counting the classes of ``steadiness_table``'s cases, the warm-up rounds left out of their
+    figures (the cases with the most named, at most three), the cases with no steady state (at most three
+    named) and the ``unclassified`` ones (read without their rounds, or too few); None when no case was
+    classified and none left unclassified."""
+    if table.empty and not unclassified:
         return None
     counts = table["kind"].value_counts()
     parts = [f"{int(counts.get(kind, 0))} {kind}" for kind in CLASSES]
     line = (
         f"Steady state of {len(table)} case measurements (changepoints of their rounds): {', '.join(parts)}"
     )
-    warm = table[table["kind"] == WARM_UP]
+    warm = table[table["kind"] == WARM_UP].sort_values("warm_up_rounds", ascending=False, kind="stable")
     if not warm.empty:
-        line += f"; warm-ups took {int(warm['warm_up_rounds'].sum())} rounds in all"
+        named = [f"{name} {count}" for name, count in zip(warm["name"], warm["warm_up_rounds"], strict=True)]
+        more = ", …" if len(named) > 3 else ""
+        line += (
+            f"; warm-ups left out of their figures: {int(warm['warm_up_rounds'].sum())} rounds "
+            f"({', '.join(named[:3])}{more})"
+        )
     unsteady = [name for name in table[table["kind"] == NO_STEADY_STATE]["name"].astype(str) if name]
     if unsteady:
         line += f"; no steady state: {', '.join(unsteady[:3])}{', …' if len(unsteady) > 3 else ''}"
+    if unclassified:
+        line += (
+            f"; {unclassified} not classified (read without their rounds, or under {2 * MIN_SEGMENT}): "
+            "their figures are over every round"
+        )
+    return line
+
+
+def unclassified_count(frame: pd.DataFrame) -> int:
+    """How many cases of ``frame`` were not classified at loading (``steady_rounds``: read without their
+    rounds, or too few): their figures are pytest-benchmark's over every round, a warm-up's included."""
+    if frame.empty:
+        return 0
+    if "steady" not in frame:
+        return len(frame)
+    return int((~frame["steady"].isin(CLASSES)).sum())
+
+
+def warm_up_text(rows: pd.DataFrame) -> str:
+    """ "12 warm-up rounds left out in 2 of 3 runs" for ``rows`` (one figure's rows in one group), "" when
+    none of them was a warm-up."""
+    if rows.empty or "steady" not in rows:
+        return ""
+    warm = rows["steady"] == WARM_UP
+    if not warm.any():
+        return ""
+    left_out = int(pd.to_numeric(rows.loc[warm, "warm_up_rounds"], errors="coerce").sum())
+    runs = rows["source"].astype(str) if "source" in rows else pd.Series(range(len(rows)), index=rows.index)
+    return f"{left_out} warm-up rounds left out in {runs[warm].nunique()} of {runs.nunique()} run(s)"
+
+
+def warm_up_line(frame: pd.DataFrame) -> str | None:
+    """One line for the head of a comparison or a report: how many of ``frame``'s cases warmed up and how
+    many rounds were left out of their figures, and how many were not classified (their figures over every
+    round); None when no case was read with its rounds and none left out."""
+    table = steadiness_table(frame)
+    unclassified = unclassified_count(frame)
+    if table.empty:
+        return (
+            f"Warm-ups not looked for: none of the {unclassified} case measurements was read with "
+            f"{2 * MIN_SEGMENT} rounds or more (saved without them, --no-samples, or quick): figures over "
+            "every round"
+            if unclassified
+            else None
+        )
+    warm = table[table["kind"] == WARM_UP]
+    line = (
+        f"Warm-ups left out: {len(warm)} of {len(table)} case measurements classified started slower and "
+        f"settled, their first {int(warm['warm_up_rounds'].sum())} rounds left out of their figures"
+        if not warm.empty
+        else f"Warm-ups: none among {len(table)} case measurements classified"
+    )
+    if unclassified:
+        line += f"; {unclassified} not classified (read without their rounds, or too few): over every round"
     return line

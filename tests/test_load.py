@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from analysis.load import SUITE, load_runs, machine_identity
+from analysis.steady import round_statistics
 
 DATA = Path(__file__).parent / "data"
 CPU_RUNS = sorted(DATA.glob("cpu-*.json"))
@@ -69,11 +70,16 @@ def test_real_run_loads_one_row_per_launchbench_case(cpu_run_path: Path, cpu_doc
     assert frame["machine_id"].nunique() == 1
     assert frame["machine_id"].iloc[0] == machine_identity(cpu_doc["machine_info"])["machine_id"]
     assert str(frame["run_datetime"].dt.tz) == "UTC"
-    # Stats are seconds per iteration, as saved; the raw samples are saved by default and match the rounds.
+    # Stats are seconds per iteration, as saved but for a warm-up's rounds (``analysis.steady``); the raw
+    # samples are saved by default and match the rounds kept.
+    assert (frame["steady"] == "warm-up").any()
     for row, bench in zip(frame.itertuples(), ours, strict=True):
-        assert row.median == bench["stats"]["median"] > 0
+        saved = bench["stats"]
+        left_out = int(row.warm_up_rounds) if row.steady == "warm-up" else 0
+        expected = round_statistics(np.asarray(saved["data"][left_out:])) if left_out else saved
+        assert row.median == pytest.approx(expected["median"], rel=1e-12) and row.median > 0
         assert row.min <= row.median <= row.max
-        assert len(row.data) == row.rounds
+        assert len(row.data) == row.rounds == saved["rounds"] - left_out
         assert row.case == bench["extra_info"]["case"]
 
 

@@ -3,23 +3,35 @@ state by their change points; synthetic series of each class, and the counts ove
 
 from __future__ import annotations
 
+import copy
+import json
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
+from pytest_benchmark.stats import Stats
 
-from analysis.load import load_runs
+from analysis.__main__ import main
+from analysis.load import STAT_COLUMNS, load_runs
 from analysis.steady import (
     FLAT,
     NO_STEADY_STATE,
     SLOWDOWN,
     WARM_UP,
     classify,
+    round_statistics,
     steadiness_line,
     steadiness_table,
+    unclassified_count,
 )
+from analysis.summary import summary_lines
 
-RUNS = Path(__file__).parent / "data" / "runs"
+DATA = Path(__file__).parent / "data"
+RUNS = DATA / "runs"
+XEON_RUN = DATA / "runs-xeon" / "xeon-2core-full-1.json"
+#: The case given a warm-up in the synthetic runs: a measured figure that compare judges (an op's cost).
+WARMED = "test_numpy_op[np.dot(1d,1d)]"
 
 
 def _noisy(level: float, n: int, rng: np.random.Generator) -> np.ndarray:
@@ -50,33 +62,145 @@ def test_isolated_slow_rounds_and_small_steps_leave_a_series_flat() -> None:
 
 
 def test_the_committed_runs_are_counted_by_class_in_one_line() -> None:
-    table = steadiness_table(load_runs([RUNS], samples=True).frame)
+    frame = load_runs([RUNS], samples=True).frame
+    table = steadiness_table(frame)
     assert len(table) > 300 and set(table["kind"]) <= {FLAT, WARM_UP, SLOWDOWN, NO_STEADY_STATE}
     counts = table["kind"].value_counts()
     assert counts[FLAT] > len(table) / 2  # quiet runs: most cases settle
     line = steadiness_line(table)
     assert line.startswith(f"Steady state of {len(table)} case measurements")
     assert f"{counts[FLAT]} flat" in line and f"{counts.get(NO_STEADY_STATE, 0)} no steady state" in line
+    warm = table[table["kind"] == WARM_UP]
+    assert f"warm-ups left out of their figures: {warm['warm_up_rounds'].sum()} rounds" in line
+    # every case with its rounds is classified once, at loading; the few left (< 6 rounds) are counted
+    assert len(table) + unclassified_count(frame) == len(frame)
+    assert f"; {unclassified_count(frame)} not classified" in steadiness_line(
+        table, unclassified_count(frame)
+    )
 
 
 def test_compare_names_a_figure_whose_rounds_never_settled() -> None:
-    """Issue 34: "no steady state" is an instability wherever the case is compared (``unstable_text``)."""
-    import pandas as pd
-
+    """Issue 34: "no steady state" is an instability wherever the case is compared (``unstable_text``),
+    read from the class given at loading."""
     from analysis.compare import unstable_text
 
     rng = np.random.default_rng(3)
-    bumpy = np.r_[_noisy(1e-6, 100, rng), _noisy(1.5e-6, 100, rng), _noisy(1e-6, 100, rng)]
     flat = _noisy(1e-6, 300, rng)
     rows = pd.DataFrame(
         {
             "source": ["a", "b"],
             "machine_id": "m",
-            "min": [bumpy.min(), flat.min()],
-            "median": [np.median(bumpy), np.median(flat)],
+            "min": [flat.min()] * 2,
+            "median": [np.median(flat)] * 2,
             "iqr": [0.0, 0.0],
-            "data": [bumpy, flat],
+            "steady": [NO_STEADY_STATE, FLAT],
+            "warm_up_rounds": [0, 0],
         }
     )
     assert unstable_text(rows) == "no steady state in 1 of 2 run(s)"
     assert unstable_text(rows.iloc[1:]) == ""
+
+
+@pytest.mark.parametrize("count", [*range(1, 42), 100, 1001])
+def test_round_statistics_are_pytest_benchmarks(count: int) -> None:
+    """Each statistic recomputed from the rounds kept is the one pytest-benchmark's ``Stats`` gives (its
+    quartile methods for odd and even counts, n − 1 standard deviation, ops = rounds / total)."""
+    rounds = np.random.default_rng(count).lognormal(-13, 0.3, count)
+    stats = Stats()
+    for value in rounds:
+        stats.update(float(value))
+    ours = round_statistics(rounds)
+    assert ours["rounds"] == stats.rounds == count
+    for key in ("min", "max", "mean", "stddev", "median", "q1", "q3", "iqr", "ops"):
+        assert ours[key] == pytest.approx(getattr(stats, key), rel=1e-12, abs=1e-24), key
+
+
+def _restat(bench: dict, rounds: np.ndarray) -> None:
+    """``bench``'s samples and statistics as pytest-benchmark saves them for ``rounds`` (s per iteration)."""
+    stats = Stats()
+    for value in rounds:
+        stats.update(float(value))
+    bench["stats"].update({key: getattr(stats, key) for key in Stats.fields}, data=rounds.tolist())
+
+
+def _warmed_runs(folder: Path) -> list[dict]:
+    """Two copies of a real full run in ``folder`` whose ``WARMED`` case ran 5 slow rounds (2×) then 30
+    steady ones, and a third copy saved without raw samples; returns the three documents."""
+    doc = json.loads(XEON_RUN.read_text(encoding="utf-8"))
+    rng = np.random.default_rng(11)
+    docs = []
+    for number in (1, 2, 3):
+        copy_doc = copy.deepcopy(doc)
+        copy_doc["datetime"] = f"2026-12-0{number}T10:00:00+00:00"
+        bench = next(b for b in copy_doc["benchmarks"] if b["name"] == WARMED)
+        _restat(bench, np.r_[_noisy(6e-7, 5, rng), _noisy(3e-7, 30, rng)])
+        if number == 3:
+            for each in copy_doc["benchmarks"]:
+                each["stats"].pop("data")
+        (folder / f"run-{number}.json").write_text(json.dumps(copy_doc), encoding="utf-8")
+        docs.append(copy_doc)
+    return docs
+
+
+def test_a_warm_up_is_left_out_of_its_case_figures_and_counted(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 34, point 4: a case with 5 slow rounds then 30 steady ones is loaded with the statistics of
+    the 30 (pytest-benchmark's definitions), its 5 rounds counted in the summary and in compare; a flat case
+    and a run saved without its samples keep the saved statistics."""
+    docs = _warmed_runs(tmp_path)
+    saved = [{bench["name"]: bench["stats"] for bench in doc["benchmarks"]} for doc in docs]
+    warmed = saved[0][WARMED]
+    frame = load_runs([tmp_path], samples=True).frame
+    rows = frame[(frame["name"] == WARMED) & frame["data"].notna()]
+    assert len(rows) == 2
+    row = rows[rows["source"].astype(str).str.endswith("run-1.json")].iloc[0]
+    assert row["steady"] == WARM_UP and row["warm_up_rounds"] == 5
+    steady = np.asarray(warmed["data"][5:])
+    assert row["data"].tolist() == steady.tolist() and row["rounds"] == 30
+    expected = round_statistics(steady)
+    for key in ("min", "max", "mean", "stddev", "median", "q1", "q3", "iqr", "ops"):
+        assert row[key] == pytest.approx(expected[key], rel=1e-12), key
+    assert row["median"] < warmed["median"] and row["iqr"] < warmed["iqr"]  # the slow rounds' pull gone
+    assert row["min"] == warmed["min"]  # the fastest round was a steady one
+    # a flat case of the same run: the saved statistics as they are
+    first = frame[frame["source"].astype(str).str.endswith("run-1.json")]
+    flat = first[first["steady"] == FLAT].iloc[0]
+    assert len(flat["data"]) == saved[0][flat["name"]]["rounds"] and flat["warm_up_rounds"] == 0
+    for key in STAT_COLUMNS:
+        assert flat[key] == saved[0][flat["name"]][key], key
+    # the run saved without samples: nothing to classify, the saved statistics over every round
+    bare = frame[frame["source"].astype(str).str.endswith("run-3.json")]
+    assert bare["steady"].isna().all() and bare["warm_up_rounds"].isna().all()
+    bare_warmed = bare[bare["name"] == WARMED].iloc[0]
+    for key in STAT_COLUMNS:
+        assert bare_warmed[key] == saved[2][WARMED][key], key
+
+    lines = "\n".join(summary_lines(first))
+    assert "warm-ups left out of their figures:" in lines and f"{WARMED} 5" in lines
+    assert main(["compare", str(tmp_path), "--by", "run", "--no-cache"]) == 0
+    out = capsys.readouterr().out
+    assert "Warm-ups left out: " in out
+    assert "op cost: np.dot(1d, 1d): 5 warm-up rounds left out in 1 of 1 run(s)" in out
+    assert f"; {unclassified_count(frame)} not classified (read without their rounds, or too few)" in out
+    assert unclassified_count(frame) == len(bare) + 2 * (first["steady"].isna()).sum()
+
+
+def test_without_samples_the_figures_are_the_saved_ones_and_said_so() -> None:
+    """``--no-samples`` (or a run saved without them): nothing classified, pytest-benchmark's statistics."""
+    with_rounds = load_runs([DATA / "runs-xeon"], samples=True).frame
+    without = load_runs([DATA / "runs-xeon"], samples=False).frame
+    assert without["steady"].isna().all() and unclassified_count(without) == len(without)
+    warm = (with_rounds["steady"] == WARM_UP).to_numpy()
+    assert warm.sum() > 0
+    for key in ("median", "iqr"):
+        assert (with_rounds[key].to_numpy()[warm] != without[key].to_numpy()[warm]).all()
+        assert (with_rounds[key].to_numpy()[~warm] == without[key].to_numpy()[~warm]).all()
+    # the fastest round changes only where it lay in the warm-up, and then only upwards
+    moved = with_rounds["min"].to_numpy() != without["min"].to_numpy()
+    assert (
+        not (moved & ~warm).any()
+        and (with_rounds["min"].to_numpy()[moved] > without["min"].to_numpy()[moved]).all()
+    )
+    unclassified = with_rounds["steady"].isna().to_numpy()
+    assert unclassified.any() and np.isnan(with_rounds["warm_up_rounds"].to_numpy()[unclassified]).all()
