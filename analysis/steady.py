@@ -15,7 +15,8 @@ would be a dependency for what ~40 lines here do. A split counts only when the t
 - **flat**: no split;
 - **warm-up**: every split steps down (slower first), the rounds before the last split are the warm-up;
 - **slowdown**: every split steps up (faster first);
-- **no steady state**: the level goes both up and down.
+- **no steady state**: the level goes both up and down, or its last change comes in the last
+  ``STEADY_TAIL`` (a quarter) of the rounds.
 
 A warm-up's rounds are left out of the case's figures, once, where each saved run is parsed
 (``steady_rounds``, called by ``analysis.load`` for every case read with its rounds, before the parsed-run
@@ -45,11 +46,20 @@ MIN_SHIFT = 0.05
 MIN_SEGMENT = 3
 #: The most splits searched.
 MAX_SPLITS = 4
+#: The share of a series' last rounds its last level must cover to be a steady state: a level that starts
+#: later has not shown it lasts (Barrett et al. expect it before the last 500 of 2000 in-process iterations,
+#: as ``warmup_stats --steady`` does). A warm-up's figures so keep at least this share of its rounds.
+STEADY_TAIL = 0.25
 #: Rounds of the running median the series is smoothed with first: an isolated slow round (another
 #: process's time slice) is not a change of level.
 SMOOTHING = 5
 #: The columns ``steady_rounds`` adds to each case's row.
 STEADY_COLUMNS = ("steady", "warm_up_rounds")
+#: What is said of the cases ``steady_rounds`` could not classify, after their count.
+UNCLASSIFIED = (
+    f"not classified (read without their rounds, or fewer than {2 * MIN_SEGMENT} of them, as a quick run's "
+    "5): their figures are over every round"
+)
 
 
 @dataclass(frozen=True)
@@ -84,6 +94,8 @@ def classify(rounds: np.ndarray) -> Steadiness | None:
     signs = {step > 0 for step in steps if abs(step) >= math.log1p(MIN_SHIFT)}
     if not kept:
         return Steadiness(FLAT, (), 0)
+    if kept[-1] > times.size * (1 - STEADY_TAIL):
+        return Steadiness(NO_STEADY_STATE, tuple(kept), 0)  # the last level: too late to be a steady state
     if signs == {False}:
         return Steadiness(WARM_UP, tuple(kept), kept[-1])
     if signs == {True}:
@@ -237,10 +249,7 @@ def steadiness_line(table: pd.DataFrame, unclassified: int = 0) -> str | None:
     if unsteady:
         line += f"; no steady state: {', '.join(unsteady[:3])}{', …' if len(unsteady) > 3 else ''}"
     if unclassified:
-        line += (
-            f"; {unclassified} not classified (read without their rounds, or under {2 * MIN_SEGMENT}): "
-            "their figures are over every round"
-        )
+        line += f"; {unclassified} {UNCLASSIFIED}"
     return line
 
 
@@ -268,19 +277,15 @@ def warm_up_text(rows: pd.DataFrame) -> str:
 
 
 def warm_up_line(frame: pd.DataFrame) -> str | None:
-    """One line for the head of a comparison or a report: how many of ``frame``'s cases warmed up and how
-    many rounds were left out of their figures, and how many were not classified (their figures over every
-    round); None when no case was read with its rounds and none left out."""
+    """One line for the head of a comparison (``python -m analysis compare``): how many of ``frame``'s cases
+    warmed up and how many rounds were left out of their figures, and how many were not classified (their
+    figures over every round); None for an empty frame."""
     table = steadiness_table(frame)
     unclassified = unclassified_count(frame)
+    if table.empty and not unclassified:
+        return None
     if table.empty:
-        return (
-            f"Warm-ups not looked for: none of the {unclassified} case measurements was read with "
-            f"{2 * MIN_SEGMENT} rounds or more (saved without them, --no-samples, or quick): figures over "
-            "every round"
-            if unclassified
-            else None
-        )
+        return f"Warm-ups not looked for: {unclassified} case measurements {UNCLASSIFIED}"
     warm = table[table["kind"] == WARM_UP]
     line = (
         f"Warm-ups left out: {len(warm)} of {len(table)} case measurements classified started slower and "
@@ -289,5 +294,5 @@ def warm_up_line(frame: pd.DataFrame) -> str | None:
         else f"Warm-ups: none among {len(table)} case measurements classified"
     )
     if unclassified:
-        line += f"; {unclassified} not classified (read without their rounds, or too few): over every round"
+        line += f"; {unclassified} {UNCLASSIFIED}"
     return line

@@ -21,6 +21,7 @@ from analysis.load import SUITE, load_runs
 from analysis.render import symbol
 from analysis.report import write_report
 from analysis.runs import select_runs
+from analysis.steady import WARM_UP, steadiness_line, steadiness_table, unclassified_count
 from model.launch import DEFAULT_EAGER_GAP_S, compose
 from model.laws import fixed_overhead_time
 from model.units import fmt_time
@@ -142,6 +143,20 @@ def test_report_of_the_real_cpu_run_links_existing_figures(cpu_report) -> None:
         assert link.is_file(), link
         assert link.stat().st_size > 1000
     assert written.path.parent / "figures" / "time_vs_size.png" in links
+
+
+def test_report_counts_the_steady_state_classes_and_the_warm_ups_left_out(cpu_report) -> None:
+    """Issue 34, point 4: the report's runs section says how each case's rounds settled and how many
+    warm-up rounds were left out of the figures (``analysis.steady``)."""
+    result, written = cpu_report
+    text = written.path.read_text(encoding="utf-8")
+    frame = result.frame
+    warm = frame[frame["steady"] == WARM_UP]
+    assert len(warm) > 0
+    line = steadiness_line(steadiness_table(frame), unclassified_count(frame))
+    assert f"warm-ups left out of their figures: {int(warm['warm_up_rounds'].sum())} rounds" in line
+    runs = text.split("## Runs", 1)[1].split("\n## ", 1)[0]
+    assert f"- {line}\n" in runs
 
 
 def test_report_states_the_fits_and_the_models_values(cpu_report) -> None:

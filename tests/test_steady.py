@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import copy
 import json
+import os
+import shutil
+import time
 from pathlib import Path
 
 import numpy as np
@@ -12,17 +15,23 @@ import pandas as pd
 import pytest
 from pytest_benchmark.stats import Stats
 
+from analysis import cache as run_cache
+from analysis import load
 from analysis.__main__ import main
+from analysis.fits import fit_all
 from analysis.load import STAT_COLUMNS, load_runs
 from analysis.steady import (
     FLAT,
     NO_STEADY_STATE,
     SLOWDOWN,
+    STEADY_TAIL,
+    UNCLASSIFIED,
     WARM_UP,
     classify,
     round_statistics,
     steadiness_line,
     steadiness_table,
+    steady_rounds,
     unclassified_count,
 )
 from analysis.summary import summary_lines
@@ -59,6 +68,17 @@ def test_isolated_slow_rounds_and_small_steps_leave_a_series_flat() -> None:
     assert classify(step).kind == FLAT
     assert classify(np.array([1e-6, 2e-6, 1e-6])) is None  # too few rounds to say
     assert classify(np.array([1e-6] * 5 + [0.0] * 5)) is None
+
+
+def test_a_level_reached_only_in_the_last_quarter_is_no_steady_state() -> None:
+    """A series that steps down in its last rounds has not shown that its new level lasts (``STEADY_TAIL``):
+    no steady state, and nothing left out, rather than a "warm-up" of nine rounds in ten."""
+    rng = np.random.default_rng(5)
+    late = classify(np.r_[_noisy(1.2e-6, 180, rng), _noisy(1e-6, 20, rng)])
+    assert late.kind == NO_STEADY_STATE and late.warm_up_rounds == 0
+    early = classify(np.r_[_noisy(1.2e-6, 140, rng), _noisy(1e-6, 60, rng)])
+    assert early.kind == WARM_UP and abs(early.warm_up_rounds - 140) <= 2
+    assert classify(np.r_[_noisy(1e-6, 180, rng), _noisy(1.2e-6, 20, rng)]).kind == NO_STEADY_STATE
 
 
 def test_the_committed_runs_are_counted_by_class_in_one_line() -> None:
@@ -182,7 +202,7 @@ def test_a_warm_up_is_left_out_of_its_case_figures_and_counted(
     out = capsys.readouterr().out
     assert "Warm-ups left out: " in out
     assert "op cost: np.dot(1d, 1d): 5 warm-up rounds left out in 1 of 1 run(s)" in out
-    assert f"; {unclassified_count(frame)} not classified (read without their rounds, or too few)" in out
+    assert f"; {unclassified_count(frame)} {UNCLASSIFIED}" in out
     assert unclassified_count(frame) == len(bare) + 2 * (first["steady"].isna()).sum()
 
 
@@ -204,3 +224,150 @@ def test_without_samples_the_figures_are_the_saved_ones_and_said_so() -> None:
     )
     unclassified = with_rounds["steady"].isna().to_numpy()
     assert unclassified.any() and np.isnan(with_rounds["warm_up_rounds"].to_numpy()[unclassified]).all()
+
+
+def _row(rounds: np.ndarray) -> dict[str, object]:
+    """A parsed case's row as ``analysis.load`` hands it to ``steady_rounds``: pytest-benchmark's statistics
+    of ``rounds`` (one iteration each) and the rounds."""
+    stats = Stats()
+    for value in rounds:
+        stats.update(float(value))
+    row: dict[str, object] = {key: getattr(stats, key) for key in STAT_COLUMNS if key != "iterations"}
+    return {**row, "iterations": 1, "data": np.asarray(rounds, dtype=float)}
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_only_a_warm_up_loses_rounds_and_its_statistics_are_those_of_the_rest(seed: int) -> None:
+    """``steady_rounds`` on a series of each class: a warm-up's first rounds leave ``data`` and every
+    statistic (recomputed from the rounds kept); the other classes keep what pytest-benchmark saved."""
+    rng = np.random.default_rng(seed)
+    series = {
+        FLAT: _noisy(1e-6, 200, rng),
+        WARM_UP: np.r_[_noisy(3e-6, 12, rng), _noisy(1e-6, 188, rng)],
+        SLOWDOWN: np.r_[_noisy(1e-6, 100, rng), _noisy(1.3e-6, 100, rng)],
+        NO_STEADY_STATE: np.r_[_noisy(1e-6, 70, rng), _noisy(1.5e-6, 60, rng), _noisy(1e-6, 70, rng)],
+    }
+    for kind, rounds in series.items():
+        row = _row(rounds)
+        saved = dict(row)
+        steady_rounds(row)
+        assert row["steady"] == kind, kind
+        if kind != WARM_UP:
+            assert row["warm_up_rounds"] == 0 and row["data"] is saved["data"]
+            assert all(row[key] == saved[key] for key in STAT_COLUMNS), kind
+            continue
+        skipped = int(row["warm_up_rounds"])
+        assert abs(skipped - 12) <= 2
+        kept = rounds[skipped:]
+        assert np.array_equal(row["data"], kept) and row["rounds"] == 200 - skipped
+        assert row["min"] == kept.min() and row["max"] == kept.max() and row["median"] == np.median(kept)
+        assert row["mean"] == pytest.approx(kept.mean(), rel=1e-12)
+        assert row["stddev"] == pytest.approx(kept.std(ddof=1), rel=1e-12)
+        assert row["max"] < saved["max"] / 2 and row["mean"] < saved["mean"]  # the slow rounds are gone
+        assert row["iterations"] == 1
+    few = _row(series[WARM_UP][:5])  # a quick case's 5 rounds: too few to say, kept as saved
+    saved = dict(few)
+    steady_rounds(few)
+    assert np.isnan(few["steady"]) and np.isnan(few["warm_up_rounds"])
+    assert all(few[key] == saved[key] for key in STAT_COLUMNS)
+
+
+def test_a_committed_run_by_class_and_its_warm_ups_figures_from_their_steady_rounds() -> None:
+    """The committed ``epyc-2core-full-1.json``: its cases counted by class (as docs/analysis.md gives
+    them), and each warm-up case's min and median those of the rounds after its warm-up, as saved."""
+    path = RUNS / "epyc-2core-full-1.json"
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    saved = {bench["fullname"]: bench["stats"] for bench in doc["benchmarks"]}
+    frame = load_runs([path], samples=True).frame
+    assert frame["steady"].value_counts().to_dict() == {
+        FLAT: 98,
+        WARM_UP: 10,
+        SLOWDOWN: 2,
+        NO_STEADY_STATE: 15,
+    }
+    assert unclassified_count(frame) == 1
+    warm = frame[frame["steady"] == WARM_UP]
+    assert warm["warm_up_rounds"].sum() == 37
+    # the rounds kept hold at least the last quarter (``STEADY_TAIL``): a later level is no steady state
+    assert (warm["rounds"] >= STEADY_TAIL * (warm["rounds"] + warm["warm_up_rounds"])).all()
+    for row in warm.itertuples():
+        rounds = np.asarray(saved[row.fullname]["data"])
+        kept = rounds[int(row.warm_up_rounds) :]
+        assert row.rounds == kept.size == saved[row.fullname]["rounds"] - row.warm_up_rounds
+        assert row.min == kept.min() and row.median == np.median(kept), row.name
+        assert np.array_equal(row.data, kept)
+    moved = [row.median != saved[row.fullname]["median"] for row in warm.itertuples()]
+    assert sum(moved) >= len(warm) - 1  # a warm-up's rounds pulled the median their way
+
+
+def test_a_quick_runs_five_rounds_are_left_unclassified_and_said_so() -> None:
+    """A quick run times most cases in 5 rounds (3 for some): too few to find a level in, so their figures
+    stay pytest-benchmark's over every round, and the summary says how many."""
+    path = DATA / "sentinel" / "quiet-quick-1.json"
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    saved = {bench["fullname"]: bench["stats"] for bench in doc["benchmarks"]}
+    frame = load_runs([path], samples=True).frame
+    few = frame[frame["rounds"] <= 5]
+    assert len(few) >= 0.9 * len(frame)
+    assert few["steady"].isna().all() and few["warm_up_rounds"].isna().all()
+    for row in few.itertuples():
+        assert row.median == saved[row.fullname]["median"] and row.rounds == saved[row.fullname]["rounds"]
+    assert unclassified_count(frame) == len(few)
+    lines = summary_lines(frame)
+    assert any(line.endswith(f"; {len(few)} {UNCLASSIFIED}") for line in lines), lines
+
+
+def test_a_warm_up_leaves_the_decode_steps_probe_rounds_paired_with_its_own(tmp_path: Path) -> None:
+    """The CPU decode step saves one probe round before each step round (``probe_s``): where the step's
+    first rounds are a warm-up, the probe's same first rounds go too, so probe round i still precedes step
+    round i, and the decode table pairs the rounds kept."""
+    doc = json.loads(XEON_RUN.read_text(encoding="utf-8"))
+    name = "test_cpu_decode_step[fused]"
+    bench = next(bench for bench in doc["benchmarks"] if bench["name"] == name)
+    steps = np.asarray(bench["stats"]["data"])
+    probe = bench["extra_info"]["probe_s"]
+    assert len(probe) == steps.size == 60
+    slow = steps.copy()
+    slow[:10] *= 2  # a step that starts at half speed for 10 rounds
+    _restat(bench, slow)
+    (tmp_path / "run.json").write_text(json.dumps(doc), encoding="utf-8")
+    frame = load_runs([tmp_path], samples=True).frame
+    row = frame[frame["name"] == name].iloc[0]
+    assert row["steady"] == WARM_UP and row["warm_up_rounds"] == 10
+    assert row["probe_s"] == tuple(probe[10:]) and len(row["probe_s"]) == len(row["data"]) == 50
+    assert np.array_equal(row["data"], steps[10:])
+    decode = fit_all(frame).decode_steps
+    fused = decode[(decode["device"] == "cpu") & (decode["plan"] == "fused")].iloc[0]
+    assert fused["rounds_paired"] == 50 and fused["probe_rounds"] == 50
+
+
+def test_the_cache_gives_the_frame_a_fresh_parse_gives_and_steady_is_in_its_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The rounds are classified and a warm-up left out before the parsed-run cache: a load from it is the
+    fresh parse's frame, warm-ups and all; and an edit of ``analysis.steady`` starts the cache anew."""
+    storage = tmp_path / "runs"
+    storage.mkdir()
+    _warmed_runs(storage)
+    shutil.copy(RUNS / "epyc-2core-full-1.json", storage / "epyc.json")
+    old = time.time() - 3600  # older than the cache's RACY_S: kept
+    for path in storage.iterdir():
+        os.utime(path, (old, old))
+    fresh = load_runs([storage], samples=True)
+    assert (fresh.frame["steady"] == WARM_UP).sum() > 3
+    folder = tmp_path / "cache"
+    load_runs([storage], samples=True, cache=folder)
+    parsed: list[Path] = []
+    read_file = load._read_file
+    monkeypatch.setattr(load, "_read_file", lambda path, *args: parsed.append(path) or read_file(path, *args))
+    cached = load_runs([storage], samples=True, cache=folder)
+    assert parsed == []  # every file from the cache
+    pd.testing.assert_frame_equal(fresh.frame.drop(columns="data"), cached.frame.drop(columns="data"))
+    for want, have in zip(fresh.frame["data"], cached.frame["data"], strict=True):
+        assert (want is None and have is None) or np.array_equal(want, have)
+    variant = run_cache._variant(True, ())
+    source = run_cache._source
+    monkeypatch.setattr(
+        run_cache, "_source", lambda module: source(module) + b"#" * (module == "analysis.steady")
+    )
+    assert run_cache._variant(True, ()) != variant
