@@ -36,6 +36,8 @@ RUNS = ROOT / "tests" / "data" / "runs"
 #: Today's code's full runs (with the probe case, the speed sentinel), on this project's current VM: the CPU
 #: decode step's prediction is held against these; ``RUNS`` (an older commit, another CPU) beside them.
 TODAY = ROOT / "tests" / "data" / "runs-xeon"
+#: Every committed run (each folder of runs, and the single files the older layouts' tests read).
+COMMITTED = ROOT / "tests" / "data"
 
 _COMMAND = re.compile(r"```text\n\$ (python -m analysis [^\n]+)\n(.*?)```", re.DOTALL)
 _TABLE = re.compile(r"<!-- generated: (\w+) -->\n(.*?)<!-- end generated -->", re.DOTALL)
@@ -149,12 +151,32 @@ def decode_gap_table() -> str:
 
 
 def steady_counts_line() -> str:
-    """The steady-state classes (``analysis.steady``) of every case of today's code's full runs, counted."""
+    """The steady-state classes (``analysis.steady``) of the cases of every committed run, counted, with the
+    warm-up rounds left out of their figures and the cases too short to classify."""
     from analysis.load import load_runs
-    from analysis.steady import steadiness_line, steadiness_table
+    from analysis.steady import (
+        CLASSES,
+        MIN_SEGMENT,
+        NO_STEADY_STATE,
+        WARM_UP,
+        steadiness_table,
+        unclassified_count,
+    )
 
-    frame = load_runs([TODAY], samples=True).frame
-    return f"{steadiness_line(steadiness_table(frame))} (`{TODAY.relative_to(ROOT)}`).\n"
+    loaded = load_runs([COMMITTED], samples=True)
+    table = steadiness_table(loaded.frame)
+    counts = {kind: int((table["kind"] == kind).sum()) for kind in CLASSES}
+    left_out = int(table.loc[table["kind"] == WARM_UP, "warm_up_rounds"].sum())
+    notes = {
+        WARM_UP: f" (their first {left_out:,} rounds left out of the figures)",
+        NO_STEADY_STATE: " (unstable)",
+    }
+    parts = ", ".join(f"{counts[kind]:,} {kind}{notes.get(kind, '')}" for kind in CLASSES)
+    return (
+        f"Steady state per case over the {len(loaded.files_used)} committed runs (`tests/data`): {parts}; "
+        f"{unclassified_count(loaded.frame):,} not classified (under {2 * MIN_SEGMENT} rounds: quick runs' "
+        "5).\n"
+    )
 
 
 def ladder_calls_table() -> str:
