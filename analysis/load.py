@@ -721,11 +721,15 @@ def _joined(parts: list[Column | int]) -> Column:
 
 def _joined_texts(parts: list[Column | int]) -> Column:
     """``_joined`` of parts of which some are cached texts (``Categorical``): one ``Categorical`` when every
-    part is text or missing, else one list of Python values."""
+    part is text or missing, else one list of Python values. (A batch whose values of a text column are all
+    missing holds them as a float array of NaN, ``_packed``: a run read without its rounds has no
+    ``steady`` class.)"""
     texts = []
     for part in parts:
         if isinstance(part, int):
             part = [math.nan] * part
+        if isinstance(part, np.ndarray):
+            part = part.tolist()
         if isinstance(part, list):
             if not texts_or_missing(part):
                 return _joined([p.to_numpy().tolist() if isinstance(p, pd.Categorical) else p for p in parts])

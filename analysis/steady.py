@@ -232,6 +232,8 @@ def steadiness_line(table: pd.DataFrame, unclassified: int = 0) -> str | None:
     classified and none left unclassified."""
     if table.empty and not unclassified:
         return None
+    if table.empty:
+        return f"Steady state: {unclassified} case measurements {UNCLASSIFIED}"
     counts = table["kind"].value_counts()
     parts = [f"{int(counts.get(kind, 0))} {kind}" for kind in CLASSES]
     line = (

@@ -274,8 +274,9 @@ def test_summary_section_reports_every_figure() -> None:
     assert "many small vs one big" in text
     summary = summary_lines(_frame())
     assert summary[-len(lines) :] == lines  # registered in analysis.summary
+    # a frame built here, not by the loader, has no steady-state classes (``analysis.steady``): said so
     assert [line.split(" (")[0] for line in summary[: -len(lines)]] == [
-        "Steady state of 21 case measurements"
+        "Steady state: 21 case measurements not classified"
     ]
 
 

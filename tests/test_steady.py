@@ -365,6 +365,17 @@ def test_the_cache_gives_the_frame_a_fresh_parse_gives_and_steady_is_in_its_key(
     pd.testing.assert_frame_equal(fresh.frame.drop(columns="data"), cached.frame.drop(columns="data"))
     for want, have in zip(fresh.frame["data"], cached.frame["data"], strict=True):
         assert (want is None and have is None) or np.array_equal(want, have)
+    # a run from the cache beside one parsed now whose cases have no class (saved without their rounds)
+    bare = json.loads((RUNS / "epyc-2core-full-2.json").read_text(encoding="utf-8"))
+    for bench in bare["benchmarks"]:
+        bench["stats"].pop("data")
+    (storage / "bare.json").write_text(json.dumps(bare), encoding="utf-8")
+    os.utime(storage / "bare.json", (old, old))
+    mixed = load_runs([storage], samples=True, cache=folder)
+    assert parsed == [storage / "bare.json"]
+    fresh = load_runs([storage], samples=True)
+    assert fresh.frame["steady"].isna().sum() > len(bare["benchmarks"]) - 1
+    pd.testing.assert_frame_equal(fresh.frame.drop(columns="data"), mixed.frame.drop(columns="data"))
     variant = run_cache._variant(True, ())
     source = run_cache._source
     monkeypatch.setattr(
