@@ -1122,17 +1122,17 @@ def figure_table(
 
 def _per_run_fits(frame: pd.DataFrame, families: set[str]) -> dict[str, pd.DataFrame]:
     """Each family's fit of every run alone (``machine_id`` = the run's source): the per-run figures a
-    verdict rests on (``analysis.verdicts``), estimates alone (no verdict reads a run's own interval)."""
-    from analysis.frameworks import fit_calls
-    from analysis.host import fit_host
+    verdict rests on (``analysis.verdicts``), estimates alone (no verdict reads a run's own interval); the
+    CPU laws of every run at once (``analysis.run_fits``: ``fit_host``'s and ``fit_calls``' estimates)."""
     from analysis.launch import fit_launch
+    from analysis.run_fits import call_estimates, host_estimates
 
     by_run = frame.assign(machine_id=frame["source"].astype(str))
     out = {"host": pd.DataFrame(), "launch": pd.DataFrame(), "calls": pd.DataFrame()}
     if "host" in families:
-        out["host"] = fit_host(by_run, intervals=False).set_index("machine_id")
+        out["host"] = host_estimates(by_run)
     if "calls" in families:
-        out["calls"] = wide_calls(fit_calls(by_run, intervals=False)).set_index("machine_id")
+        out["calls"] = call_estimates(by_run)
     if "launch" in families:
         out["launch"] = wide_launch(fit_launch(by_run)).set_index("machine_id")
     return out
