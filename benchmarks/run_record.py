@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -306,6 +307,8 @@ def gpu_slowdown(start: dict[str, Any], end: dict[str, Any]) -> list[str]:
 
 #: The signals that stop a benchmark run and still save what it measured, and how the record names each.
 STOP_SIGNALS = {"SIGINT": "SIGINT (Ctrl-C)", "SIGTERM": "SIGTERM", "SIGHUP": "SIGHUP"}
+#: Seconds after which a stop signal that landed where no line is known is sent again (``stop_as_interrupt``).
+RESEND_AFTER_S = 0.005
 
 
 def stop_as_interrupt(record: RunRecord | None) -> dict[int, Any]:
@@ -313,12 +316,18 @@ def stop_as_interrupt(record: RunRecord | None) -> dict[int, Any]:
     in the main thread, so pytest ends the session normally and the measured cases are saved; the signal
     is written into ``record.interrupted_by``. A second stop signal while the first one is being handled
     (Ctrl-C pressed twice) is ignored with one line: raised inside pytest's own handling of the first, it
-    would end the session with a traceback and nothing saved. Return the old handlers
+    would end the session with a traceback and nothing saved. A signal that lands on an instruction without
+    a line number (CPython 3.11 has some) is sent again a moment later: pytest's report of the interrupt
+    subtracts 1 from each traceback entry's line and crashed on that one (pytest-dev/pytest-xdist#1196),
+    so the run ended with status 1 and a traceback instead of 2. Return the old handlers
     (``restore_handlers``); none where signals cannot be set (not the main thread)."""
     stopping: list[str] = []
 
-    def handler(signum: int, frame: object) -> None:
+    def handler(signum: int, frame: Any) -> None:
         name = signal.Signals(signum).name
+        if not stopping and frame is not None and frame.f_lineno is None:
+            threading.Timer(RESEND_AFTER_S, os.kill, (os.getpid(), signum)).start()
+            return
         if stopping:
             os.write(2, f"\nlaunchbench: {name} ignored: saving what was measured first\n".encode())
             return

@@ -114,19 +114,40 @@ def make_add_input(n: int) -> np.ndarray:
     return random_into(np.random.default_rng(_SEED), np.empty(n, dtype=DTYPE))
 
 
-def _check(call: Callable[[], object], a: np.ndarray, o: np.ndarray) -> None:
-    """Run ``call`` once on a NaN-filled ``o`` and require o == 2·a everywhere, so a broken case fails.
+#: Elements compared at a time by ``require_doubled``: 4 MiB of float32 temporaries, not a second array of
+#: hundreds of MB (first-touched pages cost this VM about 1 s per 500 MB).
+CHECK_BLOCK_ELEMENTS = 2**20
 
-    ``np.array_equal`` rather than ``np.testing.assert_array_equal``, which takes seconds on 10^8 elements.
-    """
+
+def require_doubled(got: np.ndarray, a: np.ndarray, what: str) -> None:
+    """Require ``got`` == 2·a everywhere (float32 doubling is exact), block by block; fails naming ``what``,
+    how many elements are wrong and the first. ``np.array_equal`` per block rather than
+    ``np.testing.assert_array_equal``, which takes seconds on 10^8 elements."""
+    if got.shape != a.shape:
+        raise AssertionError(f"{what}: result has shape {got.shape}, expected {a.shape}")
+    flat_got, flat_a = got.reshape(-1), a.reshape(-1)
+    wrong, first = 0, -1
+    for start in range(0, flat_a.size, CHECK_BLOCK_ELEMENTS):
+        block, expected = (
+            flat_got[start : start + CHECK_BLOCK_ELEMENTS],
+            flat_a[start : start + CHECK_BLOCK_ELEMENTS],
+        )
+        expected = expected * a.dtype.type(2)
+        if not np.array_equal(block, expected):
+            bad = np.flatnonzero(block != expected)
+            wrong += bad.size
+            first = start + int(bad[0]) if first < 0 else first
+    if wrong:
+        raise AssertionError(
+            f"{what}: result is not 2·a ({wrong:,} of {a.size:,} elements wrong, first at {first})"
+        )
+
+
+def _check(call: Callable[[], object], a: np.ndarray, o: np.ndarray) -> None:
+    """Run ``call`` once on a NaN-filled ``o`` and require o == 2·a everywhere, so a broken case fails."""
     o.fill(np.nan)
     call()
-    expected = a * DTYPE(2)
-    if not np.array_equal(o, expected):
-        wrong = np.flatnonzero(o != expected)
-        raise AssertionError(
-            f"np.add(a, a, out=o): {wrong.size:,} of {o.size:,} elements wrong, first at {wrong[0]}"
-        )
+    require_doubled(o, a, "np.add(a, a, out=o)")
 
 
 def calls_per_round(n: int) -> int:

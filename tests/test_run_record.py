@@ -17,6 +17,7 @@ import subprocess
 import sys
 import textwrap
 import time
+import types
 from pathlib import Path
 
 import pytest
@@ -461,3 +462,23 @@ def test_output_checks_name_what_cannot_be_written(tmp_path: Path) -> None:
         assert outputs.folder_problem(locked / "sub") == (
             f"{locked / 'sub'}: its nearest existing folder {locked} is not writable"
         )
+
+
+def test_a_stop_signal_landing_where_no_line_is_known_is_sent_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A signal whose frame has no line number (CPython 3.11 has such instructions; pytest's interrupt
+    report crashed on them) is not raised there: it is sent again a moment later, and raised then."""
+    sent: list[tuple[int, int]] = []
+    monkeypatch.setattr(run_record.os, "kill", lambda pid, signum: sent.append((pid, signum)))
+    old = run_record.stop_as_interrupt(None)
+    try:
+        handler = signal.getsignal(signal.SIGHUP)
+        lineless = types.SimpleNamespace(f_lineno=None)
+        handler(signal.SIGHUP, lineless)  # no raise here
+        deadline = time.monotonic() + 5
+        while not sent and time.monotonic() < deadline:
+            time.sleep(0.001)
+        assert sent == [(os.getpid(), signal.SIGHUP)]
+        with pytest.raises(run_record.Terminated, match="signal SIGHUP"):
+            handler(signal.SIGHUP, sys._getframe())
+    finally:
+        run_record.restore_handlers(old)
