@@ -60,7 +60,7 @@ def host_estimates(frame: pd.DataFrame) -> pd.DataFrame:
         row = host._host_row(names[index], rows.take(members), DEFAULT_LEVEL, intervals=False)
         for column in ESTIMATE_COLUMNS:
             out[column][index] = row[column]
-    return pd.DataFrame(out, index=pd.Index(names, name="machine_id"))
+    return pd.DataFrame(out, index=pd.Index(names.to_numpy(dtype=object), name="machine_id"))
 
 
 def call_estimates(frame: pd.DataFrame) -> pd.DataFrame:
@@ -121,7 +121,7 @@ def _fit_laws(rows: host._HostColumns, group: np.ndarray, starts: np.ndarray, ou
     known = ~np.isnan(core_cache) & ~np.isnan(llc)
     used = (in_cache | from_dram) & known[owner]
     # fit_host's rarer paths: a used size that is not finite, or raw samples it must check (all or none)
-    odd = used & (~np.isfinite(n) | _odd_samples(rows["data"][sizes], calls, owner, used))
+    odd = (used & ~np.isfinite(n)) | _odd_samples(rows["data"][sizes], calls, owner, used)
     aside = sorted(set(owner[odd].tolist()))
     fitted = known.copy()
     fitted[aside] = False
@@ -139,18 +139,21 @@ def _known(value: object) -> float:
 
 
 def _odd_samples(data: np.ndarray, calls: np.ndarray, owner: np.ndarray, used: np.ndarray) -> np.ndarray:
-    """Per point: whether its group's raw samples (read where every point of the group has some) are not
-    a 1-D array of finite seconds per call, which ``analysis.fit`` refuses, or cannot be read."""
+    """Per point: whether ``fit_host`` reads its group's raw samples (every point of the group has some)
+    and they make it take its own path: a point's that cannot be read as numbers (``fit_host`` raises,
+    whether the point is used or not), or a used point's that are not a 1-D array of finite seconds per
+    call (``analysis.fit`` refuses them)."""
     missing = np.array([values is None or len(values) == 0 for values in data], dtype=bool)
     without = np.zeros(owner.max() + 1, dtype=bool)
     without[owner[missing]] = True
     odd = np.zeros(data.size, dtype=bool)
-    for index in np.flatnonzero(used & ~without[owner]):
+    for index in np.flatnonzero(~without[owner]):
         try:
             values = np.asarray(data[index], dtype=float) / calls[index]
-            odd[index] = values.ndim != 1 or not np.isfinite(values).all()
         except (TypeError, ValueError):
             odd[index] = True
+            continue
+        odd[index] = used[index] and (values.ndim != 1 or not np.isfinite(values).all())
     return odd
 
 
@@ -184,7 +187,11 @@ def _laws(owner: np.ndarray, n: np.ndarray, seconds: np.ndarray, out: dict) -> n
             design = np.stack([np.ones_like(x), x], axis=2) * root_w[:, :, None]
             scale = np.linalg.norm(design, axis=1)
             scaled = design / scale[:, None, :]
-        ok = (distinct >= 2) & np.all(np.isfinite(weights) & (weights > 0), axis=1) & np.all(scale != 0, axis=1)
+        ok = (
+            (distinct >= 2)
+            & np.all(np.isfinite(weights) & (weights > 0), axis=1)
+            & np.all(scale != 0, axis=1)
+        )
         if ok.any():
             ok[ok] = np.linalg.matrix_rank(scaled[ok]) >= 2
         target = y * root_w
@@ -205,7 +212,9 @@ def _laws(owner: np.ndarray, n: np.ndarray, seconds: np.ndarray, out: dict) -> n
     return t0_all
 
 
-def _dram_costs(owner: np.ndarray, n: np.ndarray, seconds: np.ndarray, t0: np.ndarray, out: np.ndarray) -> None:
+def _dram_costs(
+    owner: np.ndarray, n: np.ndarray, seconds: np.ndarray, t0: np.ndarray, out: np.ndarray
+) -> None:
     """``analysis.fit.fit_per_element``'s estimate of each group's DRAM points (t0 fixed at its law's), into
     ``out``: s = Σ w n (t − t0) / Σ w n², w = 1/t²."""
     for ids, positions in _by_count(owner):
