@@ -35,6 +35,7 @@ from analysis.fits import Fits
 from analysis.host import BANDWIDTH_OPS
 from analysis.host import STATISTIC as HOST_STATISTIC
 from analysis.memo import Memo
+from analysis.trust import any_unstable, stability, unstable_flags
 from analysis.verdicts import (
     MARK_BASELINE,
     MARK_CHANGED,
@@ -788,6 +789,7 @@ def _measured_rows(
     base_rows = by_group.get(base)
     base_value = _measured_value(base_rows, figure) if base_rows is not None else math.nan
     values, rounds = _run_values(rows, figure.statistic, figure.per_call)
+    unstable_rows = pd.Series(unstable_flags(rows), index=rows.index)  # once for all groups
     device = dict(figure.match).get("device")
     kind = verdicts.kind_of(figure.case, device=str(device) if device is not None else None)
     table = []
@@ -821,7 +823,7 @@ def _measured_rows(
                 "ratio": value / base_value if base_value > 0 else math.nan,
                 "mark": mark,
                 "_verdict": verdict,
-                "unstable": unstable_text(own),
+                "unstable": unstable_text(own) if _may_be_unstable(own, unstable_rows) else "",
             }
         )
     return table
@@ -831,13 +833,18 @@ def _measured_rows(
 STEADY_CHECK_RUNS = 20
 
 
+def _may_be_unstable(rows: pd.DataFrame, flags: pd.Series) -> bool:
+    """Whether ``unstable_text(rows)`` may say anything: a row ``flags`` marks unstable
+    (``analysis.trust.unstable_flags`` of rows that hold ``rows``), or rounds it classifies."""
+    return bool(flags[rows.index].any()) or ("data" in rows and len(rows) <= STEADY_CHECK_RUNS)
+
+
 def unstable_text(rows: pd.DataFrame) -> str:
     """How unstable the worst of ``rows`` (a figure's rows in one group) is, "3.01× median/min, IQR 143 %"
     (``analysis.trust``'s rule), and "no steady state in 2 of 3 runs" where the rounds of some never settled
     (``analysis.steady``, rows saved with their rounds, in groups of at most ``STEADY_CHECK_RUNS`` runs: a
     fleet's groups would cost seconds; its runs' summaries say it); "" when neither."""
     from analysis.steady import NO_STEADY_STATE, classify
-    from analysis.trust import any_unstable, stability
 
     parts = []
     if any_unstable(rows):
@@ -921,6 +928,7 @@ class _Judge:
         self._quick = dict(zip(sources, quick.astype(bool), strict=True))
         self._items: list[verdicts.Evidence] = []
         self._labelled: tuple[pd.Index, np.ndarray] | None = None
+        self._spread_of: tuple[pd.Series, tuple[float, int, int]] | None = None
 
     def _labels(self, sources: pd.Index) -> np.ndarray:
         """The group of each of ``sources`` (None where unknown), kept for the next call: a figure's groups
@@ -929,6 +937,14 @@ class _Judge:
             labels = np.array([self._group_of.get(source) for source in sources], dtype=object)
             self._labelled = (sources, labels)
         return self._labelled[1]
+
+    def _spread(self, values: pd.Series) -> tuple[float, int, int]:
+        """``verdicts.spread`` of ``values`` (NaN, 0, 0 without run sets), kept for the next call: every
+        group of a figure is judged on the same values."""
+        if self._spread_of is None or self._spread_of[0] is not values:
+            found = verdicts.spread(values, self._sets) if self._sets is not None else (math.nan, 0, 0)
+            self._spread_of = (values, found)
+        return self._spread_of[1]
 
     def add(
         self,
@@ -955,9 +971,7 @@ class _Judge:
             sides.append(verdicts.Side(values.to_numpy(dtype=float)[labels == label], side_rounds))
         quick = any(self._quick.get(source, False) for source in values.index)
         default = verdicts.SPREAD.get((kind, quick), verdicts.SPREAD[("op cost", quick)])
-        measured, freedom, used = (
-            verdicts.spread(values, self._sets) if self._sets is not None else (math.nan, 0, 0)
-        )
+        measured, freedom, used = self._spread(values)
         if math.isfinite(measured) and measured > default:
             spread, spread_from = measured, f"{kind}: {used} runs of one commit in the storage, {freedom} df"
         else:

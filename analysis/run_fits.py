@@ -148,12 +148,17 @@ def _odd_samples(data: np.ndarray, calls: np.ndarray, owner: np.ndarray, used: n
     without[owner[missing]] = True
     odd = np.zeros(data.size, dtype=bool)
     for index in np.flatnonzero(~without[owner]):
-        try:
-            values = np.asarray(data[index], dtype=float) / calls[index]
-        except (TypeError, ValueError):
-            odd[index] = True
-            continue
-        odd[index] = used[index] and (values.ndim != 1 or not np.isfinite(values).all())
+        values = data[index]
+        if not isinstance(values, np.ndarray) or values.dtype != np.float64:  # the loader's are float64
+            try:
+                values = np.asarray(values, dtype=float)
+            except (TypeError, ValueError):
+                odd[index] = True
+                continue
+        if used[index]:
+            with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+                values = values / calls[index]
+            odd[index] = values.ndim != 1 or not np.isfinite(values).all()
     return odd
 
 
