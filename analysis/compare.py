@@ -763,14 +763,27 @@ def _point_ids(rows: pd.DataFrame) -> pd.Series:
 
 
 def _measured_rows(
-    frame: pd.DataFrame, figure: MeasuredFigure, groups: Sequence[str], base: str, judge: _Judge
+    frame: pd.DataFrame,
+    figure: MeasuredFigure,
+    groups: Sequence[str],
+    base: str,
+    judge: _Judge,
+    masks: dict[tuple[str, object], pd.Series] | None = None,
 ) -> list[dict[str, object]]:
     """``FIGURE_TABLE_COLUMNS`` rows of one ``MeasuredFigure``: per group its value, the ratio to the
     baseline's, and its verdict (judged only where both groups measured the point alike: the same
-    ``POINT_KEYS`` values)."""
-    keep = frame["case"] == figure.case
+    ``POINT_KEYS`` values). ``masks``: the rows of each (column, value) compared before, kept across the
+    figures of one table (a fleet's 25 op figures select the same case's rows among 10⁵)."""
+    masks = {} if masks is None else masks
+
+    def rows_where(key: str, value: object) -> pd.Series:
+        if (key, value) not in masks:
+            masks[key, value] = frame[key].isna() if value is None else frame[key] == value
+        return masks[key, value]
+
+    keep = rows_where("case", figure.case)
     for key, value in figure.match:
-        keep &= frame[key].isna() if value is None else frame[key] == value
+        keep = keep & rows_where(key, value)
     read = [
         *point_columns(frame),
         "machine_id",
@@ -784,32 +797,40 @@ def _measured_rows(
         *(["n_calls"] * figure.per_call),
     ]
     rows = _rows_of(frame, keep, list(dict.fromkeys(read)))
-    points: pd.Series | None = None  # each row's measured point: computed when a group is judged
-    by_group = dict(tuple(rows.groupby("machine_id", sort=False, observed=True)))
-    base_rows = by_group.get(base)
-    base_value = _measured_value(base_rows, figure) if base_rows is not None else math.nan
+    points: np.ndarray | None = None  # each row's measured point: computed when a group is judged
+    # Each group's row positions, and what each group's rows say, taken for all rows at once: a fleet's
+    # figure has 10 groups of 100 runs, and pandas' selections per group were most of the table's time.
+    where = rows.groupby("machine_id", sort=False, observed=True).indices
+    statistic = pd.to_numeric(rows[figure.statistic], errors="coerce")
+    if figure.per_call:
+        statistic = statistic / pd.to_numeric(rows["n_calls"], errors="coerce")
+    counts = pd.to_numeric(rows["rounds"], errors="coerce").to_numpy() if "rounds" in rows else None
+    flagged = set(rows["machine_id"].to_numpy()[unstable_flags(rows)])
+    base_at = where.get(base)
+    base_value = float(statistic.iloc[base_at].median()) if base_at is not None else math.nan
     values, rounds = _run_values(rows, figure.statistic, figure.per_call)
-    unstable_rows = pd.Series(unstable_flags(rows), index=rows.index)  # once for all groups
     device = dict(figure.match).get("device")
     kind = verdicts.kind_of(figure.case, device=str(device) if device is not None else None)
     table = []
     for group in groups:
-        own = by_group.get(group)
-        if own is None:
+        at = where.get(group)
+        if at is None:
             continue
-        value = _measured_value(own, figure)
+        value = float(statistic.iloc[at].median())
         verdict = -1
         if group == base:
             mark = MARK_BASELINE
-        elif base_rows is None:
+        elif base_at is None:
             mark = "not judged: the baseline has no such figure"
         else:
             if points is None:  # the first group judged: the points, once
-                points = _point_ids(rows)
-            if set(points[own.index]) != set(points[base_rows.index]):
+                points = _point_ids(rows).to_numpy()
+            if set(points[at]) != set(points[base_at]):
                 mark = "not judged: measured with other parameters than the baseline's"
             else:
-                mark, verdict = judge.add(values, rounds, group, base, kind, _fewest_rounds(own, base_rows))
+                fewest = _fewest_of(counts, at, base_at)
+                mark, verdict = judge.add(values, rounds, group, base, kind, fewest)
+        steady_check = "data" in rows and len(at) <= STEADY_CHECK_RUNS
         table.append(
             {
                 "figure": figure.label,
@@ -823,20 +844,23 @@ def _measured_rows(
                 "ratio": value / base_value if base_value > 0 else math.nan,
                 "mark": mark,
                 "_verdict": verdict,
-                "unstable": unstable_text(own) if _may_be_unstable(own, unstable_rows) else "",
+                "unstable": unstable_text(rows.iloc[at]) if group in flagged or steady_check else "",
             }
         )
     return table
 
 
+def _fewest_of(counts: np.ndarray | None, *positions: np.ndarray) -> int:
+    """``_fewest_rounds`` of the rows at each of ``positions`` (``counts``: every row's rounds, NaN where
+    unknown; None where the rows do not say)."""
+    if counts is None:
+        return 1 << 30
+    known = [float(np.nanmin(part)) for part in (counts[at] for at in positions) if not np.isnan(part).all()]
+    return int(min(known)) if known else 1 << 30
+
+
 #: The most runs of a group whose rounds ``unstable_text`` classifies (``analysis.steady``).
 STEADY_CHECK_RUNS = 20
-
-
-def _may_be_unstable(rows: pd.DataFrame, flags: pd.Series) -> bool:
-    """Whether ``unstable_text(rows)`` may say anything: a row ``flags`` marks unstable
-    (``analysis.trust.unstable_flags`` of rows that hold ``rows``), or rounds it classifies."""
-    return bool(flags[rows.index].any()) or ("data" in rows and len(rows) <= STEADY_CHECK_RUNS)
 
 
 def unstable_text(rows: pd.DataFrame) -> str:
@@ -860,15 +884,6 @@ def unstable_text(rows: pd.DataFrame) -> str:
         if unsteady:
             parts.append(f"no steady state in {unsteady} of {len(kinds)} run(s)")
     return "; ".join(parts)
-
-
-def _measured_value(rows: pd.DataFrame, figure: MeasuredFigure) -> float:
-    """The group's value of ``figure``: each run's statistic (per numpy call where asked), the median over
-    runs, s."""
-    values = pd.to_numeric(rows[figure.statistic], errors="coerce")
-    if figure.per_call:
-        values = values / pd.to_numeric(rows["n_calls"], errors="coerce")
-    return float(values.median())
 
 
 def _run_values(
@@ -1124,8 +1139,9 @@ def figure_table(
             )
     launch_labels = {spec.label for spec in LAUNCH_FIGURES}
     fitted = [row for row in rows if row["figure"] not in launch_labels]
+    masks: dict[tuple[str, object], pd.Series] = {}
     for figure in measured_figures(frame):
-        fitted += _measured_rows(frame, figure, groups, base, judge)
+        fitted += _measured_rows(frame, figure, groups, base, judge, masks)
     launch_rows = [row for row in rows if row["figure"] in launch_labels]
     columns = [*FIGURE_TABLE_COLUMNS[:9], "mark", "_verdict", "unstable"]
     table = pd.DataFrame([*fitted, *launch_rows], columns=columns)
