@@ -7,6 +7,9 @@ its end. From them:
 - **drift within the run** (``drift``, ``drift_line``): the later half of its checkpoints against the
   earlier half; past ``DRIFT_LIMIT`` the run's figures mix two speeds of the machine, said where the busy
   verdict is said;
+- **an unsteady machine** (``spread``, ``unsteady_line``): the CPU workloads' slowest checkpoint against
+  their fastest; past ``SPREAD_LIMIT`` the machine hopped between speeds during the run, which halves do not
+  see (a run that hops is as often as not equal in its two halves), said in place of the drift;
 - **speed against the machine's history** (``speed_ratios``, ``speed_line``): the CPU workloads' fastest
   checkpoint against the median of the same over the machine's runs in the storage, the geometric mean over
   the workloads (``SPEED_WORKLOADS``): "ran 1.25× slower than this machine's usual";
@@ -45,6 +48,13 @@ SPEED_LIMIT = 0.10
 #: more than the slowdowns the ratio is there to correct, so it informs the drift only. The 17 quiet runs
 #: with a sentinel (aa-sentinel, runs-xeon, sentinel) lie within 0.977–1.084 of their machine's usual.
 SPEED_WORKLOADS = ("python", "numpy_call")
+#: A run whose CPU workloads' checkpoints (``SPEED_WORKLOADS``, geometric mean per checkpoint) spread by this
+#: factor or more, slowest ÷ fastest, ran at more than one speed. Measured: the 17 quiet runs with a sentinel
+#: on the Xeon VM (aa-sentinel, runs-xeon, sentinel) spread 1.06–1.19×; the 11 quick runs on the EPYC VM of
+#: 2026-12-07 (tests/data/sentinel-epyc/quiet-*), every record quiet, 1.72–1.97×, hopping between two speeds
+#: (one-element ``np.add`` 0.49–0.53 µs or 0.85–1.17 µs a call) while the n = 1 case's fastest round was
+#: 32–35 µs in five of them, 51 µs in one and 63–68 µs in the other five.
+SPREAD_LIMIT = 1.30
 #: The time statistics of a frame that ``normalized`` divides by a run's speed ratio (the raw rounds too).
 TIME_COLUMNS = ("min", "max", "mean", "median", "stddev", "iqr", "q1", "q3")
 
@@ -100,6 +110,36 @@ def drift(text: object) -> tuple[float, str, str] | None:
     earlier = at[0] if half == 1 else f"{at[0]} … {at[half - 1]}"
     later = at[-1] if half == 1 else f"{at[-half]} … {at[-1]}"
     return math.exp(float(np.mean(logs))) - 1, earlier, later
+
+
+def spread(text: object) -> tuple[float, str, str] | None:
+    """How far apart the machine's speeds lay during a run (``SENTINEL_COLUMN`` text): the CPU workloads'
+    (``SPEED_WORKLOADS``) slowest checkpoint ÷ their fastest, each checkpoint the geometric mean over the
+    workloads, as (that factor, where the fastest was, where the slowest was); None without two checkpoints
+    of them. The memory copy is left out: its checkpoints spread 2.5–5.0 ms on a quiet VM
+    (``SPEED_WORKLOADS``)."""
+    sentinel = _parsed(text)
+    if sentinel is None or len(sentinel["at"]) < 2:
+        return None
+    logs = [np.log(values) for name, values in sentinel["seconds"].items() if name in SPEED_WORKLOADS]
+    if not logs:
+        return None
+    speed = np.mean(logs, axis=0)
+    fastest, slowest = int(np.argmin(speed)), int(np.argmax(speed))
+    return math.exp(float(speed[slowest] - speed[fastest])), sentinel["at"][fastest], sentinel["at"][slowest]
+
+
+def unsteady_line(run: Mapping) -> str | None:
+    """One line when a run's CPU sentinel checkpoints spread by ``SPREAD_LIMIT`` or more (``spread``;
+    ``run``: a ``LoadResult.runs`` row); None otherwise."""
+    found = spread(run.get(SENTINEL_COLUMN))
+    if found is None or found[0] < SPREAD_LIMIT:
+        return None
+    factor, fastest, slowest = found
+    return (
+        f"Machine speed unsteady: the speed sentinel's CPU workloads ran {factor:.2f}× slower at {slowest} "
+        f"than at {fastest} (limit {SPREAD_LIMIT:.2f}×): its figures mix the machine's speeds"
+    )
 
 
 def drift_line(run: Mapping) -> str | None:

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from analysis.sentinel import drift_line, speed_line, speed_ratios
+from analysis.sentinel import drift_line, speed_line, speed_ratios, unsteady_line
 from model.units import fmt_percent
 
 #: Other processes' share of the usable CPUs' time during the run (busy time on those CPUs not spent by
@@ -83,15 +83,16 @@ def verdict(run: Mapping) -> str | None:
 
 def condition_lines(runs: pd.DataFrame) -> dict[str, list[str]]:
     """Each run's (``runs``: ``LoadResult.runs``) lines about the machine it ran on, by source: its busy
-    verdict (``verdict``), its drift in speed during the run and its speed against its machine's other runs
-    (``analysis.sentinel``); runs with none are left out. What the summary, compare and the report say of a
-    run's conditions, from one place."""
+    verdict (``verdict``), its speed hopping (``unsteady_line``) or else drifting during the run
+    (``drift_line``: halves of a run that hops differ by chance) and its speed against its machine's other
+    runs (``analysis.sentinel``); runs with none are left out. What the summary, compare and the report
+    say of a run's conditions, from one place."""
     speeds = {row.source: (row.ratio, row.others) for row in speed_ratios(runs).itertuples(index=False)}
     lines = {}
     for run in runs.itertuples(index=False):
         fields = run._asdict()
         speed = speeds.get(run.source)
-        found = [verdict(fields), drift_line(fields), speed and speed_line(*speed)]
+        found = [verdict(fields), unsteady_line(fields) or drift_line(fields), speed and speed_line(*speed)]
         if any(found):
             lines[run.source] = [line for line in found if line]
     return lines

@@ -19,13 +19,17 @@ from analysis.load import load_runs
 from analysis.sentinel import (
     DRIFT_LIMIT,
     SPEED_LIMIT,
+    SPREAD_LIMIT,
     drift,
     drift_line,
     from_record,
     normalized,
     speed_line,
     speed_ratios,
+    spread,
+    unsteady_line,
 )
+from analysis.trust import condition_lines
 from benchmarks.sentinel import DESCRIPTIONS, Sentinel
 
 RUNS = Path(__file__).parent / "data" / "runs"
@@ -95,6 +99,22 @@ def test_drift_is_the_later_half_against_the_earlier_and_a_single_spike_is_none(
     assert drift(from_record(_record([1.0, 1.0, 1.5, 1.0, 1.0, 1.0])))[0] == pytest.approx(0.0)  # one spike
     assert drift_line({"sentinel": from_record(_record([1.0, 1.0, 1.0 + DRIFT_LIMIT / 2]))}) is None
     assert drift_line({"sentinel": None}) is None
+
+
+def test_a_machine_that_hops_between_speeds_is_unsteady_though_its_halves_agree() -> None:
+    hopping = from_record(_record([1.0, 1.8, 1.0, 1.8, 1.8, 1.0, 1.8, 1.0]))
+    assert drift(hopping)[0] == pytest.approx(0.0)  # the halves see nothing
+    factor, fastest, slowest = spread(hopping)
+    assert factor == pytest.approx(1.8)
+    assert (fastest, slowest) == ("start", "before benchmarks/test_0.py")
+    line = unsteady_line({"sentinel": hopping})
+    assert line.startswith("Machine speed unsteady: the speed sentinel's CPU workloads ran 1.80× slower at")
+    # the 32 MiB copy is not a CPU workload: its spread alone is no hop
+    text = json.loads(from_record(_record([1.0, 1.0, 1.0])))
+    text["seconds"]["memory_copy"] = [4.8e-3, 9.6e-3, 4.8e-3]
+    assert spread(json.dumps(text))[0] == pytest.approx(1.0)
+    assert unsteady_line({"sentinel": from_record(_record([1.0, SPREAD_LIMIT * 0.95, 1.0]))}) is None
+    assert spread(from_record(_record([1.0], at=["start"]))) is None
 
 
 def _storage(tmp_path: Path, machine: list[float], code: dict[str, float] | None = None) -> Path:
@@ -220,6 +240,7 @@ def test_the_limits_hold_on_the_committed_runs_with_a_sentinel() -> None:
         ratio = drift(runs.loc[source, "sentinel"])[0]
         assert abs(ratio) < DRIFT_LIMIT / 2, (source, ratio)
         assert drift_line(runs.loc[source].to_dict()) is None
+        assert spread(runs.loc[source, "sentinel"])[0] < SPREAD_LIMIT * 0.95, source
     (loaded_run,) = [source for source in runs.index if "loaded" in source]
     line = drift_line(runs.loc[loaded_run].to_dict())
     assert line.startswith("Machine speed drifted 14% during this run")
@@ -227,3 +248,26 @@ def test_the_limits_hold_on_the_committed_runs_with_a_sentinel() -> None:
     assert ratios["ratio"].between(1 / (1 + SPEED_LIMIT), 1 + SPEED_LIMIT).all()
     for point in json.loads(runs.loc[quiet[0], "sentinel"])["at"]:
         assert point == "start" or point == "end" or point.startswith("before benchmarks/test_")
+
+
+def test_a_quiet_record_on_a_machine_that_hops_between_speeds_is_named_unsteady() -> None:
+    """tests/data/sentinel-epyc: eleven quick runs on the EPYC VM of 2026-12-07, every record quiet, whose
+    machine hopped between two speeds (the n = 1 case's fastest round 32–35 µs in some runs, 63–68 µs in
+    others): each is named unsteady, none busy, and no drift line stands beside it. Two runs made inside a
+    cgroup with half a CPU's quota (cfs-half-*: a host that gives the VM less CPU, emulated) are named
+    busy by their records too: the kernel's tick-sampled /proc/stat charges throttled periods as busy."""
+    loaded = load_runs([COMMITTED / "sentinel-epyc"], samples=False)
+    lines = condition_lines(loaded.runs)
+    quiet = loaded.runs[loaded.runs["source"].str.contains("quiet")]
+    assert len(quiet) == 11
+    for source, share in zip(quiet["source"], quiet["other_cpu_share"], strict=True):
+        assert share < 0.02, source  # the record calls it quiet
+        said = lines[source]
+        assert [line.split(":")[0] for line in said if not line.startswith("Machine speed: this run")] == [
+            "Machine speed unsteady"
+        ], said
+    n1 = loaded.frame[loaded.frame["name"].eq("test_ufunc_size[n1-x64]")]
+    n1 = n1[n1["source"].isin(quiet["source"])]["min"]
+    assert n1.max() / n1.min() > SPREAD_LIMIT  # the figures moved with the sentinel
+    for source in loaded.runs["source"][loaded.runs["source"].str.contains("cfs-half")]:
+        assert lines[source][0].startswith("Busy machine") and "Machine speed unsteady" in lines[source][1]
