@@ -35,7 +35,8 @@ from analysis.fits import Fits
 from analysis.host import BANDWIDTH_OPS
 from analysis.host import STATISTIC as HOST_STATISTIC
 from analysis.memo import Memo
-from analysis.steady import STEADY_COLUMNS, warm_up_text
+from analysis.steady import CLASSES, NO_STEADY_STATE, STEADY_COLUMNS, WARM_UP, warm_up_text
+from analysis.trust import any_unstable, stability, unstable_flags
 from analysis.verdicts import (
     MARK_BASELINE,
     MARK_CHANGED,
@@ -764,14 +765,27 @@ def _point_ids(rows: pd.DataFrame) -> pd.Series:
 
 
 def _measured_rows(
-    frame: pd.DataFrame, figure: MeasuredFigure, groups: Sequence[str], base: str, judge: _Judge
+    frame: pd.DataFrame,
+    figure: MeasuredFigure,
+    groups: Sequence[str],
+    base: str,
+    judge: _Judge,
+    masks: dict[tuple[str, object], pd.Series] | None = None,
 ) -> list[dict[str, object]]:
     """``FIGURE_TABLE_COLUMNS`` rows of one ``MeasuredFigure``: per group its value, the ratio to the
     baseline's, and its verdict (judged only where both groups measured the point alike: the same
-    ``POINT_KEYS`` values)."""
-    keep = frame["case"] == figure.case
+    ``POINT_KEYS`` values). ``masks``: the rows of each (column, value) compared before, kept across the
+    figures of one table (a fleet's 25 op figures select the same case's rows among 10⁵)."""
+    masks = {} if masks is None else masks
+
+    def rows_where(key: str, value: object) -> pd.Series:
+        if (key, value) not in masks:
+            masks[key, value] = frame[key].isna() if value is None else frame[key] == value
+        return masks[key, value]
+
+    keep = rows_where("case", figure.case)
     for key, value in figure.match:
-        keep &= frame[key].isna() if value is None else frame[key] == value
+        keep = keep & rows_where(key, value)
     read = [
         *point_columns(frame),
         "machine_id",
@@ -786,31 +800,43 @@ def _measured_rows(
         *(["n_calls"] * figure.per_call),
     ]
     rows = _rows_of(frame, keep, list(dict.fromkeys(read)))
-    points: pd.Series | None = None  # each row's measured point: computed when a group is judged
-    by_group = dict(tuple(rows.groupby("machine_id", sort=False, observed=True)))
-    base_rows = by_group.get(base)
-    base_value = _measured_value(base_rows, figure) if base_rows is not None else math.nan
+    points: np.ndarray | None = None  # each row's measured point: computed when a group is judged
+    # Each group's row positions, and what each group's rows say, taken for all rows at once: a fleet's
+    # figure has 10 groups of 100 runs, and pandas' selections per group were most of the table's time.
+    where = rows.groupby("machine_id", sort=False, observed=True).indices
+    statistic = pd.to_numeric(rows[figure.statistic], errors="coerce")
+    if figure.per_call:
+        statistic = statistic / pd.to_numeric(rows["n_calls"], errors="coerce")
+    counts = pd.to_numeric(rows["rounds"], errors="coerce").to_numpy() if "rounds" in rows else None
+    flagged = set(rows["machine_id"].to_numpy()[unstable_flags(rows)])
+    # The groups with a run of no steady state, or a warm-up left out (classified at loading), once.
+    steady = rows["steady"].astype(object) if "steady" in rows else pd.Series(dtype=object)
+    unsteady = set(rows["machine_id"][steady == NO_STEADY_STATE]) if len(steady) else set()
+    warmed = set(rows["machine_id"][steady == WARM_UP]) if len(steady) else set()
+    base_at = where.get(base)
+    base_value = float(statistic.iloc[base_at].median()) if base_at is not None else math.nan
     values, rounds = _run_values(rows, figure.statistic, figure.per_call)
     device = dict(figure.match).get("device")
     kind = verdicts.kind_of(figure.case, device=str(device) if device is not None else None)
     table = []
     for group in groups:
-        own = by_group.get(group)
-        if own is None:
+        at = where.get(group)
+        if at is None:
             continue
-        value = _measured_value(own, figure)
+        value = float(statistic.iloc[at].median())
         verdict = -1
         if group == base:
             mark = MARK_BASELINE
-        elif base_rows is None:
+        elif base_at is None:
             mark = "not judged: the baseline has no such figure"
         else:
             if points is None:  # the first group judged: the points, once
-                points = _point_ids(rows)
-            if set(points[own.index]) != set(points[base_rows.index]):
+                points = _point_ids(rows).to_numpy()
+            if set(points[at]) != set(points[base_at]):
                 mark = "not judged: measured with other parameters than the baseline's"
             else:
-                mark, verdict = judge.add(values, rounds, group, base, kind, _fewest_rounds(own, base_rows))
+                fewest = _fewest_of(counts, at, base_at)
+                mark, verdict = judge.add(values, rounds, group, base, kind, fewest)
         table.append(
             {
                 "figure": figure.label,
@@ -824,19 +850,26 @@ def _measured_rows(
                 "ratio": value / base_value if base_value > 0 else math.nan,
                 "mark": mark,
                 "_verdict": verdict,
-                "unstable": unstable_text(own),
-                "warm_up": warm_up_text(own),
+                "unstable": unstable_text(rows.iloc[at]) if group in flagged or group in unsteady else "",
+                "warm_up": warm_up_text(rows.iloc[at]) if group in warmed else "",
             }
         )
     return table
+
+
+def _fewest_of(counts: np.ndarray | None, *positions: np.ndarray) -> int:
+    """``_fewest_rounds`` of the rows at each of ``positions`` (``counts``: every row's rounds, NaN where
+    unknown; None where the rows do not say)."""
+    if counts is None:
+        return 1 << 30
+    known = [float(np.nanmin(part)) for part in (counts[at] for at in positions) if not np.isnan(part).all()]
+    return int(min(known)) if known else 1 << 30
 
 
 def unstable_text(rows: pd.DataFrame) -> str:
     """How unstable the worst of ``rows`` (a figure's rows in one group) is, "3.01× median/min, IQR 143 %"
     (``analysis.trust``'s rule), and "no steady state in 2 of 3 runs" where the rounds of some never settled
     (``analysis.steady``: classified at loading, rows read with their rounds); "" when neither."""
-    from analysis.steady import CLASSES, NO_STEADY_STATE
-    from analysis.trust import any_unstable, stability
 
     parts = []
     if any_unstable(rows):
@@ -851,15 +884,6 @@ def unstable_text(rows: pd.DataFrame) -> str:
         if unsteady:
             parts.append(f"no steady state in {unsteady} of {int(rows['steady'].isin(CLASSES).sum())} run(s)")
     return "; ".join(parts)
-
-
-def _measured_value(rows: pd.DataFrame, figure: MeasuredFigure) -> float:
-    """The group's value of ``figure``: each run's statistic (per numpy call where asked), the median over
-    runs, s."""
-    values = pd.to_numeric(rows[figure.statistic], errors="coerce")
-    if figure.per_call:
-        values = values / pd.to_numeric(rows["n_calls"], errors="coerce")
-    return float(values.median())
 
 
 def _run_values(
@@ -919,6 +943,7 @@ class _Judge:
         self._quick = dict(zip(sources, quick.astype(bool), strict=True))
         self._items: list[verdicts.Evidence] = []
         self._labelled: tuple[pd.Index, np.ndarray] | None = None
+        self._spread_of: tuple[pd.Series, tuple[float, int, int]] | None = None
 
     def _labels(self, sources: pd.Index) -> np.ndarray:
         """The group of each of ``sources`` (None where unknown), kept for the next call: a figure's groups
@@ -927,6 +952,14 @@ class _Judge:
             labels = np.array([self._group_of.get(source) for source in sources], dtype=object)
             self._labelled = (sources, labels)
         return self._labelled[1]
+
+    def _spread(self, values: pd.Series) -> tuple[float, int, int]:
+        """``verdicts.spread`` of ``values`` (NaN, 0, 0 without run sets), kept for the next call: every
+        group of a figure is judged on the same values."""
+        if self._spread_of is None or self._spread_of[0] is not values:
+            found = verdicts.spread(values, self._sets) if self._sets is not None else (math.nan, 0, 0)
+            self._spread_of = (values, found)
+        return self._spread_of[1]
 
     def add(
         self,
@@ -953,9 +986,7 @@ class _Judge:
             sides.append(verdicts.Side(values.to_numpy(dtype=float)[labels == label], side_rounds))
         quick = any(self._quick.get(source, False) for source in values.index)
         default = verdicts.SPREAD.get((kind, quick), verdicts.SPREAD[("op cost", quick)])
-        measured, freedom, used = (
-            verdicts.spread(values, self._sets) if self._sets is not None else (math.nan, 0, 0)
-        )
+        measured, freedom, used = self._spread(values)
         if math.isfinite(measured) and measured > default:
             spread, spread_from = measured, f"{kind}: {used} runs of one commit in the storage, {freedom} df"
         else:
@@ -1109,8 +1140,9 @@ def figure_table(
             )
     launch_labels = {spec.label for spec in LAUNCH_FIGURES}
     fitted = [row for row in rows if row["figure"] not in launch_labels]
+    masks: dict[tuple[str, object], pd.Series] = {}
     for figure in measured_figures(frame):
-        fitted += _measured_rows(frame, figure, groups, base, judge)
+        fitted += _measured_rows(frame, figure, groups, base, judge, masks)
     launch_rows = [row for row in rows if row["figure"] in launch_labels]
     columns = [*FIGURE_TABLE_COLUMNS[:9], "mark", "_verdict", "unstable", "warm_up"]
     table = pd.DataFrame([*fitted, *launch_rows], columns=columns)
@@ -1121,17 +1153,17 @@ def figure_table(
 
 def _per_run_fits(frame: pd.DataFrame, families: set[str]) -> dict[str, pd.DataFrame]:
     """Each family's fit of every run alone (``machine_id`` = the run's source): the per-run figures a
-    verdict rests on (``analysis.verdicts``), estimates alone (no verdict reads a run's own interval)."""
-    from analysis.frameworks import fit_calls
-    from analysis.host import fit_host
+    verdict rests on (``analysis.verdicts``), estimates alone (no verdict reads a run's own interval); the
+    CPU laws of every run at once (``analysis.run_fits``: ``fit_host``'s and ``fit_calls``' estimates)."""
     from analysis.launch import fit_launch
+    from analysis.run_fits import call_estimates, host_estimates
 
     by_run = frame.assign(machine_id=frame["source"].astype(str))
     out = {"host": pd.DataFrame(), "launch": pd.DataFrame(), "calls": pd.DataFrame()}
     if "host" in families:
-        out["host"] = fit_host(by_run, intervals=False).set_index("machine_id")
+        out["host"] = host_estimates(by_run)
     if "calls" in families:
-        out["calls"] = wide_calls(fit_calls(by_run, intervals=False)).set_index("machine_id")
+        out["calls"] = call_estimates(by_run)
     if "launch" in families:
         out["launch"] = wide_launch(fit_launch(by_run)).set_index("machine_id")
     return out

@@ -28,7 +28,7 @@ from analysis.output import DEFAULT_FIGURE_FORMATS, publish_whole, staging
 from analysis.render import figure_lines, markdown_table, with_interval
 from analysis.runs import Selection, selection_lines
 from analysis.steady import steadiness_line, steadiness_table, unclassified_count
-from analysis.trust import condition_lines, stability, unstable_line
+from analysis.trust import stability, unstable_line
 from analysis.verdicts import with_run_kinds
 from model.units import (
     fmt_count,
@@ -544,8 +544,7 @@ _LINK_ORDER = {".png": 0, ".svg": 1}
 def busy_lines(selection: Selection) -> list[str]:
     """One line per run used that was measured on a busy machine (``analysis.trust.verdict``), whose speed
     drifted during it, or that ran slower or faster than its machine's other runs (``analysis.sentinel``)."""
-    conditions = condition_lines(selection.result.runs)
-    return [f"{source}: {line}" for source, lines in conditions.items() for line in lines]
+    return [f"{source}: {line}" for source, lines in selection.conditions.items() for line in lines]
 
 
 def write_report(

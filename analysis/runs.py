@@ -44,12 +44,15 @@ class Selection:
     ``result``: the pooled runs only (frame, files, runs; the load problems as loaded), machine ids with
     conflicting facts told apart; ``left_out``: one line per run left out, naming the file, why, and the flag
     that includes it; ``notes``: machines kept apart, unfinished cases set aside, selections that lack
-    families, runs whose conditions are unknown, busy machines and faults of the runs used.
+    families, runs whose conditions are unknown, busy machines and faults of the runs used; ``conditions``:
+    ``analysis.trust.condition_lines`` of the runs used, which the notes hold and a report puts first (taken
+    once: a fleet's 10³ runs took half a second).
     """
 
     result: LoadResult
     left_out: tuple[str, ...]
     notes: tuple[str, ...]
+    conditions: Mapping[str, list[str]]
 
 
 def select_runs(
@@ -95,10 +98,11 @@ def select_runs(
     frame, set_aside = without_unfinished(frame, used)
     notes.extend(set_aside)
     notes.extend(_lacking_families(used))
-    notes.extend(_run_notes(used))
+    conditions = condition_lines(used)
+    notes.extend(_run_notes(used, conditions))
     files = result.files_used if every else tuple(p for p in result.files_used if printable(p) in kept)
     pooled = replace(result, frame=frame.reset_index(drop=True), files_used=files, runs=used)
-    return Selection(result=pooled, left_out=tuple(left_out), notes=tuple(notes))
+    return Selection(result=pooled, left_out=tuple(left_out), notes=tuple(notes), conditions=conditions)
 
 
 def selection_lines(selection: Selection) -> list[str]:
@@ -327,9 +331,10 @@ def _lacking_families(runs: pd.DataFrame) -> list[str]:
     return notes
 
 
-def _run_notes(runs: pd.DataFrame) -> list[str]:
+def _run_notes(runs: pd.DataFrame, conditions: Mapping[str, list[str]]) -> list[str]:
     """The runs used whose conditions are unknown (one line); each busy run's verdict, its drift in speed
-    and its speed against its machine's other runs (``analysis.sentinel``); each run's faults."""
+    and its speed against its machine's other runs (``conditions``: ``condition_lines`` of ``runs``); each
+    run's faults."""
     notes = []
     legacy = runs[~runs["has_record"].astype(bool)]
     if not legacy.empty:
@@ -337,7 +342,6 @@ def _run_notes(runs: pd.DataFrame) -> list[str]:
             f"{len(legacy)} run(s) saved without a run record (before it existed): their conditions (load, "
             f"other processes, interruptions) are unknown: {_names(legacy['source'])}"
         )
-    conditions = condition_lines(runs)
     for run in _rows(runs, ["source", "faults"]):
         notes.extend(f"{run.source}: {line}" for line in conditions.get(run.source, ()))
         notes.extend(f"{run.source}: fault during the run: {fault}" for fault in run.faults)

@@ -23,6 +23,7 @@ exactly.
 from __future__ import annotations
 
 import contextlib
+import functools
 import itertools
 import math
 import sys
@@ -193,6 +194,7 @@ def _count(low: int) -> Check:
             return "must be a whole number"
         return "must be at most 2^53" if value > COUNT_MAX else None
 
+    _FAST[check] = lambda value: type(value) is int and low <= value <= COUNT_MAX  # an int, not a bool
     return check
 
 
@@ -244,7 +246,7 @@ def _op_counts(value: object) -> str | None:
     if not isinstance(value, Mapping) or not value:
         return "must be a non-empty object of op -> count"
     for op, count in value.items():
-        if _name(op) or _count(1)(count):
+        if _name(op) or _COUNT_ONE(count):
             return f"must map each op to a count ≥ 1 (bad entry: {shown(op)}: {shown(count)})"
     return None
 
@@ -265,7 +267,59 @@ def _times(value: object) -> str | None:
 
 def _nullable(check: Check) -> Check:
     """``check``, with null allowed (the writer saves null for what it could not read)."""
-    return lambda value: None if value is None else check(value)
+
+    def nullable(value: object) -> str | None:
+        return None if value is None else check(value)
+
+    test = _fast(check)
+    _FAST[nullable] = lambda value: value is None or test(value)
+    return nullable
+
+
+# --- the same checks, told fast for the usual value ---------------------------------------------------------
+
+#: A fast test per check: True only where the check finds nothing wrong (a value of the plain type JSON
+#: gives, within range); False also for some right values of another type (a count saved as 5.0), which the
+#: check itself then judges (``_passes``). Inline comparisons instead of a check's calls: a fleet's 10⁵
+#: cases hold 10⁷ checked fields, and checking them was most of the loading workers' time.
+_FAST: dict[Check, Callable[[object], bool]] = {}
+
+
+def _fast(check: Check) -> Callable[[object], bool]:
+    """``check``'s fast test (``_FAST``), or the check itself where it has none."""
+    test = _FAST.get(check)
+    return test if test is not None else lambda value: check(value) is None
+
+
+def _is_real(value: object) -> bool:
+    """A float, or an int within float64's exact range (``is_number``'s finite numbers but for NaN, ±inf and
+    huge ints, which the comparisons after it or the check itself refuse)."""
+    kind = type(value)
+    return kind is float or (kind is int and -COUNT_MAX <= value <= COUNT_MAX)
+
+
+#: A count ≥ 1, the check of each entry of a call list (``_op_counts``).
+_COUNT_ONE = _count(1)
+_FAST.update(
+    {
+        _time: lambda value: _is_real(value) and TIME_RANGE_S[0] <= value <= TIME_RANGE_S[1],
+        _spread: lambda value: _is_real(value) and 0 <= value <= TIME_RANGE_S[1],
+        _positive: lambda value: _is_real(value) and 0 < value < math.inf,
+        _non_negative: lambda value: _is_real(value) and 0 <= value < math.inf,
+        _text: lambda value: type(value) is str and value.isprintable(),
+        _name: lambda value: type(value) is str and value != "" and value.isprintable(),
+    }
+)
+_FAST.update(
+    {
+        _op_counts: lambda value: (
+            isinstance(value, Mapping)
+            and len(value) > 0
+            and all(_FAST[_name](op) and _FAST[_COUNT_ONE](count) for op, count in value.items())
+        ),
+        _times: lambda value: type(value) is list and len(value) > 0 and all(map(_FAST[_time], value)),
+    }
+)
 
 
 TEXT = _nullable(_text)
@@ -285,6 +339,22 @@ class Fields:
     checks: Mapping[str, Check | Fields]
     required: bool = False
     required_keys: tuple[str, ...] = ()
+
+    @functools.cached_property
+    def tests(self) -> tuple[tuple[str, ...], tuple[tuple[str, Callable[[object], bool]], ...]]:
+        """(the keys of the required objects, each key's fast test): what ``_passes`` reads."""
+        objects = tuple(
+            key for key, check in self.checks.items() if isinstance(check, Fields) and check.required
+        )
+        return objects, tuple((key, _field_test(check)) for key, check in self.checks.items())
+
+
+def _field_test(check: Check | Fields) -> Callable[[object], bool]:
+    """The fast test of one field: its check's (``_fast``), or an object's (null where not required, else
+    an object that ``_passes`` its fields)."""
+    if not isinstance(check, Fields):
+        return _fast(check)
+    return lambda item: item is None or (isinstance(item, Mapping) and _passes(item, check))
 
 
 #: The run-level fields analysis reads (``analysis.load.machine_identity``, ``analysis.load._run_info``):
@@ -393,6 +463,29 @@ CASE_FIELDS = Fields(
 def first_problem(value: Mapping, fields: Fields, prefix: str = "") -> str | None:
     """The first field of ``value`` that breaks ``fields``, as "FIELD = VALUE (RULE)" or "FIELD is missing"
     (FIELD as a dotted path after ``prefix``); None when every checked field is right."""
+    return None if _passes(value, fields) else _first_problem(value, fields, prefix)
+
+
+def _passes(value: Mapping, fields: Fields) -> bool:
+    """Whether every checked field of ``value`` is right, told by the fast tests (``_FAST``): True only where
+    ``_first_problem`` finds none; False where a test is unsure, and ``_first_problem`` then names the
+    first problem in the schema's order, or finds none."""
+    objects, tests = fields.tests
+    for key in fields.required_keys:
+        if key not in value:
+            return False
+    for key in objects:
+        if value.get(key) is None:
+            return False
+    for key, test in tests:
+        item = value.get(key, _MISSING)
+        if item is not _MISSING and not test(item):
+            return False
+    return True
+
+
+def _first_problem(value: Mapping, fields: Fields, prefix: str = "") -> str | None:
+    """``first_problem``, field by field in the schema's order."""
     for key in fields.required_keys:
         if key not in value:
             return f"{prefix}{key} is missing"
@@ -407,7 +500,7 @@ def first_problem(value: Mapping, fields: Fields, prefix: str = "") -> str | Non
                 continue
             if not isinstance(item, Mapping):
                 return f"{prefix}{key} = {shown(item)} (must be an object)"
-            problem = first_problem(item, check, f"{prefix}{key}.")
+            problem = _first_problem(item, check, f"{prefix}{key}.")
             if problem:
                 return problem
         elif item is not _MISSING:
@@ -556,6 +649,11 @@ def _scalar(value: object) -> bool:
     return value is None or isinstance(value, str | int | float | bool)
 
 
+#: Raw samples up to this many are checked in Python (a quick run's cases hold a few): numpy's calls on a
+#: small array cost more than the comparisons.
+_FEW_SAMPLES = 64
+
+
 def _samples(data: object) -> tuple[np.ndarray | None, str | None]:
     """The raw samples as a float64 array, or None with why they are left out (None, None when not saved)."""
     if data is None:
@@ -564,6 +662,9 @@ def _samples(data: object) -> tuple[np.ndarray | None, str | None]:
         return None, "stats.data is not a list of numbers"
     if not data:
         return None, "stats.data is empty"
+    low, high = TIME_RANGE_S
+    if len(data) <= _FEW_SAMPLES and all(low <= value <= high for value in data):  # fast: no numpy per check
+        return np.asarray(data, dtype=float), None
     try:
         values = np.asarray(data, dtype=float)
     except OverflowError:  # an int beyond float64

@@ -126,7 +126,13 @@ def stability(frame: pd.DataFrame) -> pd.DataFrame:
 def any_unstable(frame: pd.DataFrame) -> bool:
     """Whether ``stability(frame)`` marks any case unstable, without building its table (a fleet's compare
     asks it of every figure and group, and most have none)."""
-    return bool(np.any(_unstable(*_ratios(frame)))) if not frame.empty else False
+    return bool(np.any(unstable_flags(frame)))
+
+
+def unstable_flags(frame: pd.DataFrame) -> np.ndarray:
+    """Whether ``stability`` marks each row of ``frame`` unstable, without building its table: a figure's
+    rows flagged at once, then read group by group."""
+    return _unstable(*_ratios(frame)).to_numpy(dtype=bool) if not frame.empty else np.zeros(0, dtype=bool)
 
 
 def _ratios(frame: pd.DataFrame) -> tuple[pd.Series, pd.Series]:

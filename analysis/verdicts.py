@@ -31,6 +31,7 @@ interval contains its estimate.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -166,11 +167,16 @@ def evidence(
     with its standard error: the larger of the hierarchical bootstrap's and ``spread``·√(1/n + 1/n)."""
     if new.runs == 0 or base.runs == 0:
         raise ValueError("a verdict needs at least one run a side")
-    rng = rng if rng is not None else np.random.default_rng(SEED)
     log_ratio = math.log(float(new.values.mean())) - math.log(float(base.values.mean()))
     if rate:
         log_ratio = -log_ratio
-    replicates = np.log(_replicates(new, rng)) - np.log(_replicates(base, rng))
+    if rng is None and _runs_only(new) and _runs_only(base):
+        # the seeded generator's draws depend on the sides' run counts alone: taken once per pair of counts
+        new_draws, base_draws = _run_draws(new.runs, base.runs, N_BOOT)
+        replicates = np.log(new.values[new_draws].mean(axis=1)) - _base_logs(base.values, base_draws)
+    else:
+        rng = rng if rng is not None else np.random.default_rng(SEED)
+        replicates = np.log(_replicates(new, rng)) - np.log(_replicates(base, rng))
     se_bootstrap = float(replicates.std(ddof=1)) if replicates.size > 1 else 0.0
     se_spread = spread * math.sqrt(1 / new.runs + 1 / base.runs)
     return Evidence(
@@ -181,6 +187,39 @@ def evidence(
         spread_from=spread_from,
         bootstrap=se_bootstrap > se_spread,
     )
+
+
+def _runs_only(side: Side) -> bool:
+    """Whether ``_replicates`` resamples ``side`` at the run level only (no rounds to redraw)."""
+    return side.rounds is None or side.runs > ROUNDS_LEVEL_MAX_RUNS
+
+
+@functools.lru_cache(maxsize=16)
+def _run_draws(new_runs: int, base_runs: int, n_boot: int) -> tuple[np.ndarray, np.ndarray]:
+    """The runs ``_replicates`` draws, from ``SEED``'s generator, for a new side of ``new_runs`` runs and
+    then a baseline of ``base_runs``, each resampled at the run level only: a fleet's table judges 400
+    figures, mostly of equal run counts, and drawing them was most of its verdicts' time."""
+    rng = np.random.default_rng(SEED)
+    new = rng.integers(0, new_runs, size=(n_boot, new_runs))
+    base = rng.integers(0, base_runs, size=(n_boot, base_runs))
+    new.flags.writeable = base.flags.writeable = False
+    return new, base
+
+
+#: The baseline's log replicates of the figure judged last (``_base_logs``): every group of a figure is
+#: judged against the same baseline values and, at equal run counts, the same draws.
+_LAST_BASE: list[tuple[bytes, np.ndarray, np.ndarray]] = []
+
+
+def _base_logs(values: np.ndarray, draws: np.ndarray) -> np.ndarray:
+    """``log`` of the baseline's replicates (``_replicates`` at the run level: the mean of each row of
+    drawn runs), kept for the next group judged against the same values and draws."""
+    key = np.ascontiguousarray(values, dtype=float).tobytes()
+    if _LAST_BASE and _LAST_BASE[0][0] == key and _LAST_BASE[0][1] is draws:
+        return _LAST_BASE[0][2]
+    logs = np.log(values[draws].mean(axis=1))
+    _LAST_BASE[:] = [(key, draws, logs)]
+    return logs
 
 
 def _replicates(side: Side, rng: np.random.Generator, n_boot: int = N_BOOT) -> np.ndarray:
