@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -807,12 +807,12 @@ def _measured_rows(
     statistic = pd.to_numeric(rows[figure.statistic], errors="coerce")
     if figure.per_call:
         statistic = statistic / pd.to_numeric(rows["n_calls"], errors="coerce")
-    counts = pd.to_numeric(rows["rounds"], errors="coerce").to_numpy() if "rounds" in rows else None
-    flagged = set(rows["machine_id"].to_numpy()[unstable_flags(rows)])
+    counts = _round_counts(rows)
+    machines = rows["machine_id"].to_numpy()
+    flagged = set(machines[unstable_flags(rows)])
     # The groups with a run of no steady state, or a warm-up left out (classified at loading), once.
-    steady = rows["steady"].astype(object) if "steady" in rows else pd.Series(dtype=object)
-    unsteady = set(rows["machine_id"][steady == NO_STEADY_STATE]) if len(steady) else set()
-    warmed = set(rows["machine_id"][steady == WARM_UP]) if len(steady) else set()
+    steady = rows["steady"].to_numpy(dtype=object) if "steady" in rows else np.full(len(rows), None)
+    unsteady, warmed = set(machines[steady == NO_STEADY_STATE]), set(machines[steady == WARM_UP])
     base_at = where.get(base)
     base_value = float(statistic.iloc[base_at].median()) if base_at is not None else math.nan
     values, rounds = _run_values(rows, figure.statistic, figure.per_call)
@@ -860,10 +860,7 @@ def _measured_rows(
 def _fewest_of(counts: np.ndarray | None, *positions: np.ndarray) -> int:
     """``_fewest_rounds`` of the rows at each of ``positions`` (``counts``: every row's rounds, NaN where
     unknown; None where the rows do not say)."""
-    if counts is None:
-        return 1 << 30
-    known = [float(np.nanmin(part)) for part in (counts[at] for at in positions) if not np.isnan(part).all()]
-    return int(min(known)) if known else 1 << 30
+    return _fewest(counts[at] for at in positions) if counts is not None else _fewest(())
 
 
 def unstable_text(rows: pd.DataFrame) -> str:
@@ -914,8 +911,17 @@ def _run_values(
 
 def _fewest_rounds(*groups: pd.DataFrame) -> int:
     """The fewest rounds any run of ``groups`` timed the point in (a large number where none says)."""
-    counts = [pd.to_numeric(rows["rounds"], errors="coerce") for rows in groups if "rounds" in rows]
-    known = [float(c.min()) for c in counts if c.notna().any()]
+    return _fewest(counts for counts in map(_round_counts, groups) if counts is not None)
+
+
+def _round_counts(rows: pd.DataFrame) -> np.ndarray | None:
+    """Each row's rounds (NaN where unreadable), None where ``rows`` do not say."""
+    return pd.to_numeric(rows["rounds"], errors="coerce").to_numpy(dtype=float) if "rounds" in rows else None
+
+
+def _fewest(counts: Iterable[np.ndarray]) -> int:
+    """The least of ``counts`` (rounds per row, NaN where unknown), or a large number where none is known."""
+    known = [float(np.nanmin(part)) for part in counts if not np.isnan(part).all()]
     return int(min(known)) if known else 1 << 30
 
 

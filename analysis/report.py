@@ -27,7 +27,7 @@ from analysis.memo import Memo
 from analysis.output import DEFAULT_FIGURE_FORMATS, publish_whole, staging
 from analysis.render import figure_lines, markdown_table, with_interval
 from analysis.runs import Selection, selection_lines
-from analysis.steady import steadiness_line, steadiness_table, unclassified_count
+from analysis.steady import frame_steadiness_line
 from analysis.trust import stability, unstable_line
 from analysis.verdicts import with_run_kinds
 from model.units import (
@@ -507,11 +507,6 @@ def _ladder_lines(frame: pd.DataFrame, fits: Fits, figures: dict[str, list[str]]
     )
 
 
-def _steadiness(frame: pd.DataFrame) -> str | None:
-    """The steady-state classes of the cases and the warm-up rounds left out of their figures."""
-    return steadiness_line(steadiness_table(frame), unclassified_count(frame))
-
-
 def _unstable_lines(frame: pd.DataFrame) -> list[str]:
     """Per machine, one line naming its unstable cases (``analysis.trust``, limits stated)."""
     table = stability(frame)
@@ -607,7 +602,7 @@ def _write_report(
         "## Runs",
         "",
         *(f"- {line}" for line in selection_lines(selection) if line not in busy),  # busy: said above
-        *(f"- {line}" for line in [_steadiness(frame)] if line),
+        *(f"- {line}" for line in [frame_steadiness_line(frame)] if line),
         "",
     ]
     unstable = _unstable_lines(frame)

@@ -267,6 +267,12 @@ def steadiness_line(table: pd.DataFrame, unclassified: int = 0) -> str | None:
     return line
 
 
+def frame_steadiness_line(frame: pd.DataFrame) -> str | None:
+    """``steadiness_line`` of every case of ``frame``: its classes counted and its unclassified cases (the
+    line of the summary and of the report's runs)."""
+    return steadiness_line(steadiness_table(frame), unclassified_count(frame))
+
+
 def unclassified_count(frame: pd.DataFrame) -> int:
     """How many cases of ``frame`` were not classified at loading (``steady_rounds``: read without their
     rounds, or too few): their figures are pytest-benchmark's over every round, a warm-up's included."""

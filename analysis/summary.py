@@ -19,7 +19,7 @@ from analysis.fits import Fits, fit_all
 from analysis.host import DRAM_LLC_FACTOR
 from analysis.intervals import positive_interval
 from analysis.runs import without_unfinished
-from analysis.steady import steadiness_line, steadiness_table, unclassified_count
+from analysis.steady import frame_steadiness_line
 from analysis.trust import condition_lines, stability, unstable_line
 from model.units import (
     fmt_bytes,
@@ -49,7 +49,7 @@ def summary_lines(
     unstable = unstable_line(stability(frame))
     if unstable:
         lines.append(unstable)
-    steadiness = steadiness_line(steadiness_table(frame), unclassified_count(frame))
+    steadiness = frame_steadiness_line(frame)
     if steadiness:
         lines.append(steadiness)
     fits = fit_all(frame)  # once, for every section
