@@ -54,6 +54,7 @@ several), bandwidths B/s.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import statistics
 from collections.abc import Mapping
@@ -312,8 +313,8 @@ def _cpu_prediction(
     # Plain dicts, and the machine's fit and the step's terms looked up once: a fleet's step has thousands
     # of runs.
     used = [column for column in _RUN_COLUMNS if column in group]
-    step = _StepTerms(row, terms)
-    per_run = [_cpu_run_prediction(row, run, fit, step) for run in group[used].to_dict("records")]
+    step = _StepTerms(row, terms, fit)
+    per_run = [_cpu_run_prediction(row, run, step) for run in group[used].to_dict("records")]
     per_run = [result for result in per_run if result]
     if not per_run:
         return {}
@@ -379,25 +380,48 @@ class _StepTerms:
     once per run: each lookup filters a table, and a fleet's step has thousands of runs (the lookups were
     a third of a first ``report`` of 1,000 quick runs)."""
 
-    def __init__(self, row: Mapping[str, object], terms: _CpuTerms) -> None:
+    def __init__(self, row: Mapping[str, object], terms: _CpuTerms, fit: pd.Series | None) -> None:
         machine_id = str(row["machine_id"])
-        self.probe = _probe_case_bandwidth(row, terms.probes)
+        self.t0_s = float(fit["t0_s"]) if fit is not None else math.nan
+        self.read = _host_read_bandwidth(fit)
+        self.bandwidth = _probe_case_bandwidth(row, terms.probes) or self.read
         self.costs = ops.costs_of(terms.costs, machine_id)
         same = (terms.attention["machine_id"] == machine_id) & (terms.attention["plan"] == row["plan"])
         same &= (terms.attention["config"] == row["config"]) & (terms.attention["ctx"] == row["ctx"])
-        self.attention = terms.attention[same]
+        attention = terms.attention[same]
+        self.has_attention = not attention.empty
+        if attention.empty:  # no attention case: its KV bytes at the bandwidth, its calls at their costs
+            self.attention_s, self.attention_bytes, self._attention_calls = math.nan, 0.0, {}
+        else:
+            term = attention.iloc[0]
+            self.attention_s, self.attention_bytes = float(term["attention_s"]), float(term["bytes"])
+            self._attention_calls = term["op_counts"]
         self._floors = terms.floors[
             (terms.floors["machine_id"] == machine_id) & (terms.floors["plan"] == row["plan"])
         ]
         self._floor: dict[object, tuple[float, float]] = {}
+        self._calls: dict[object, tuple[float, tuple[str, ...]]] = {}
+
+    @functools.cached_property
+    def attention_counts(self) -> dict[str, int]:
+        """The attention case's calls; read only for a run that records its own call list."""
+        return dict(self._attention_calls)
+
+    def calls(self, counts: Mapping[str, object]) -> tuple[float, tuple[str, ...]]:
+        """(seconds, unpriced ops) of the call list ``counts`` less the attention case's calls, at the
+        machine's op costs (``ops.price``)."""
+        key = _counts_key(counts)
+        if key is not None and key in self._calls:
+            return self._calls[key]
+        priced = ops.price(ops.subtract_counts(dict(counts), self.attention_counts), self.costs)
+        if key is not None:
+            self._calls[key] = priced
+        return priced
 
     def floor(self, counts: Mapping[str, object]) -> tuple[float, float]:
         """(floor s, the floor's remainder s: never below 0) of the decode_floor cases of the same call
         list; NaN, NaN where there is none."""
-        try:
-            key: object = frozenset(counts.items())
-        except TypeError:  # a count that cannot be hashed: looked up each time
-            key = None
+        key = _counts_key(counts)
         if key is not None and key in self._floor:
             return self._floor[key]
         floors = self._floors[[floor == dict(counts) for floor in self._floors["op_counts"]]]
@@ -408,20 +432,28 @@ class _StepTerms:
         return floor_s, floor_left_s
 
 
+def _counts_key(counts: Mapping[str, object]) -> object:
+    """A call list as a key of ``_StepTerms``' lookups; None for one that cannot be hashed (looked up each
+    time)."""
+    try:
+        return frozenset(counts.items())
+    except TypeError:
+        return None
+
+
 def _cpu_run_prediction(
-    row: dict[str, object], run: Mapping[str, object], fit: pd.Series | None, step: _StepTerms
+    row: dict[str, object], run: Mapping[str, object], step: _StepTerms
 ) -> dict[str, object]:
-    """The CPU predictions of one saved run of the step (``run``: its frame row; ``fit``: its machine's
-    ``fit_host`` row, None where the law was not fitted; ``step``: the terms its runs share): the
-    prediction from other cases, the seed's model, and the consistency check and probe estimate from the
-    step's own rounds (module docstring)."""
-    t0_s = float(fit["t0_s"]) if fit is not None else math.nan
+    """The CPU predictions of one saved run of the step (``run``: its frame row; ``step``: the terms its
+    runs share, its machine's ``fit_host`` figures among them): the prediction from other cases, the seed's
+    model, and the consistency check and probe estimate from the step's own rounds (module docstring)."""
+    t0_s = step.t0_s
     result: dict[str, object] = {"fixed_s": 0.0}
     llc = _number(run.get("llc_bytes"))
     if math.isfinite(llc) and llc > 0:
         result.update(llc_bytes=float(llc), cache_resident=bool(float(row["bytes"]) < DRAM_LLC_FACTOR * llc))
-    read, read_from = _host_read_bandwidth(fit)
-    bandwidth, bandwidth_from = step.probe or (read, read_from)
+    read, _ = step.read
+    bandwidth, bandwidth_from = step.bandwidth
     if not math.isfinite(bandwidth):
         return {}
     work_s = float(row["bytes"]) / bandwidth
@@ -453,22 +485,20 @@ def _cpu_run_prediction(
     floor_s, floor_left_s = step.floor(counts)  # the same call list's floor
     left_s = 0.0 if math.isnan(floor_left_s) else floor_left_s
     result.update(floor_s=floor_s, floor_left_s=floor_left_s)
-    attention = step.attention
-    if attention.empty:  # no attention case: its KV bytes at the bandwidth, its calls at their costs
-        attention_s, attention_bytes, attention_counts = math.nan, 0.0, {}
-    else:
-        term = attention.iloc[0]
-        attention_s, attention_bytes = float(term["attention_s"]), float(term["bytes"])
-        attention_counts = dict(term["op_counts"])
+    attention_s, attention_bytes, attention_counts = (
+        step.attention_s,
+        step.attention_bytes,
+        step.attention_counts,
+    )
     # The prediction: every term from another case (host_bandwidth's read, numpy_op's costs, the attention
     # case, decode_floor's remainder), none from the step's own rounds.
     weights_s = (float(row["bytes"]) - attention_bytes) / bandwidth
-    calls_s, unpriced = ops.price(ops.subtract_counts(dict(counts), attention_counts), costs)
+    calls_s, unpriced = step.calls(counts)
     predicted_attention_s = 0.0 if math.isnan(attention_s) else attention_s
     predicted_s = weights_s + predicted_attention_s + calls_s + left_s
     result.update(
         attention_s=attention_s,
-        attention_bytes=attention_bytes if not attention.empty else math.nan,
+        attention_bytes=attention_bytes if step.has_attention else math.nan,
         predicted_weights_s=weights_s,
         predicted_calls_s=calls_s,
         predicted_s=predicted_s,

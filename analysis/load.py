@@ -40,6 +40,7 @@ import contextlib
 import fnmatch
 import glob
 import hashlib
+import itertools
 import json
 import math
 import multiprocessing
@@ -640,15 +641,17 @@ def _read_batch(paths: list[Path], samples: Samples, facts: Sequence[str]) -> _B
     for path in paths:
         rows, run, problems = _read_file(path, samples, facts)
         batch.problems.extend(problems)
-        keys = tuple(dict.fromkeys(key for row in rows for key in row))  # in order of first appearance
+        keys = tuple(dict.fromkeys(itertools.chain.from_iterable(rows)))  # in order of first appearance
         batch.files.append((len(rows), problems, keys))
         if not rows:
             continue
         for key in keys:
             if key not in values:
                 values[key] = [math.nan] * count
-            column = (row.get(key, math.nan) for row in rows)
-            values[key].extend(texts.setdefault(v, v) if isinstance(v, str) else v for v in column)
+            column = [row.get(key, math.nan) for row in rows]
+            if any(issubclass(kind, str) for kind in set(map(type, column))):
+                column = [texts.setdefault(v, v) if isinstance(v, str) else v for v in column]
+            values[key].extend(column)
         count += len(rows)
         for column in values.values():
             if len(column) < count:

@@ -28,7 +28,7 @@ from analysis.output import DEFAULT_FIGURE_FORMATS, publish_whole, staging
 from analysis.render import figure_lines, markdown_table, with_interval
 from analysis.runs import Selection, selection_lines
 from analysis.steady import frame_steadiness_line
-from analysis.trust import stability, unstable_line
+from analysis.trust import condensed_conditions, stability, unstable_line
 from analysis.verdicts import with_run_kinds
 from model.units import (
     fmt_count,
@@ -538,8 +538,10 @@ _LINK_ORDER = {".png": 0, ".svg": 1}
 
 def busy_lines(selection: Selection) -> list[str]:
     """One line per run used that was measured on a busy machine (``analysis.trust.verdict``), whose speed
-    drifted during it, or that ran slower or faster than its machine's other runs (``analysis.sentinel``)."""
-    return [f"{source}: {line}" for source, lines in selection.conditions.items() for line in lines]
+    hopped or drifted during it, or that ran slower or faster than its machine's other runs
+    (``analysis.sentinel``); one line for all the runs of a kind seen in many (``condensed_conditions``)."""
+    said, left = condensed_conditions(selection.conditions, len(selection.result.runs))
+    return said + [f"{source}: {line}" for source, lines in left.items() for line in lines]
 
 
 def write_report(

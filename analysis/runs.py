@@ -27,7 +27,7 @@ import pandas as pd
 
 from analysis.load import LoadResult
 from analysis.schema import printable
-from analysis.trust import condition_lines
+from analysis.trust import condensed_conditions, condition_lines
 
 #: At most this many file names in the line that lists the runs used.
 LISTED_RUNS = 8
@@ -342,8 +342,10 @@ def _run_notes(runs: pd.DataFrame, conditions: Mapping[str, list[str]]) -> list[
             f"{len(legacy)} run(s) saved without a run record (before it existed): their conditions (load, "
             f"other processes, interruptions) are unknown: {_names(legacy['source'])}"
         )
+    said, left = condensed_conditions(conditions, len(runs))
+    notes.extend(said)
     for run in _rows(runs, ["source", "faults"]):
-        notes.extend(f"{run.source}: {line}" for line in conditions.get(run.source, ()))
+        notes.extend(f"{run.source}: {line}" for line in left.get(run.source, ()))
         notes.extend(f"{run.source}: fault during the run: {fault}" for fault in run.faults)
     return notes
 

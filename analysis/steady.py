@@ -83,12 +83,16 @@ def classify(rounds: np.ndarray) -> Steadiness | None:
         # No two segments' means can differ by MIN_SHIFT: flat, as the search would find, without it (411 of
         # the committed runs' 617 flat cases; every case of every run parsed is classified)
         return Steadiness(FLAT, (), 0)
-    noise = 1.4826 * float(np.median(np.abs(np.diff(logs) - np.median(np.diff(logs))))) / math.sqrt(2)
+    diffs = np.diff(logs)
+    noise = 1.4826 * float(np.median(np.abs(diffs - np.median(diffs)))) / math.sqrt(2)
     if noise == 0:
         noise = float(np.std(logs)) or 1e-12
     penalty = 2 * noise**2 * math.log(times.size)
     splits = sorted(_splits(logs, 0, logs.size, penalty, MAX_SPLITS))
-    levels = [float(np.mean(logs[a:b])) for a, b in zip([0, *splits], [*splits, logs.size], strict=True)]
+    # each segment's mean as np.mean takes it (numpy's sum, divided by the count), without its overhead
+    levels = [
+        float(logs[a:b].sum()) / (b - a) for a, b in zip([0, *splits], [*splits, logs.size], strict=True)
+    ]
     steps = [after - before for before, after in itertools.pairwise(levels)]
     kept = [split for split, step in zip(splits, steps, strict=True) if abs(step) >= math.log1p(MIN_SHIFT)]
     signs = {step > 0 for step in steps if abs(step) >= math.log1p(MIN_SHIFT)}
@@ -136,8 +140,13 @@ def _splits(logs: np.ndarray, start: int, stop: int, penalty: float, budget: int
     squares = np.cumsum(segment**2)
     left = np.arange(MIN_SEGMENT, n - MIN_SEGMENT + 1)
     right = n - left
-    cost_left = squares[left - 1] - total[left - 1] ** 2 / left
-    cost_right = (squares[-1] - squares[left - 1]) - (total[-1] - total[left - 1]) ** 2 / right
+    # the sums up to each candidate split (rounds MIN_SEGMENT .. n - MIN_SEGMENT): a slice, not an index array
+    total_left, squares_left = (
+        total[MIN_SEGMENT - 1 : n - MIN_SEGMENT],
+        squares[MIN_SEGMENT - 1 : n - MIN_SEGMENT],
+    )
+    cost_left = squares_left - total_left**2 / left
+    cost_right = (squares[-1] - squares_left) - (total[-1] - total_left) ** 2 / right
     whole = squares[-1] - total[-1] ** 2 / n
     gains = whole - (cost_left + cost_right)
     best = int(np.argmax(gains))

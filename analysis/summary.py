@@ -20,7 +20,7 @@ from analysis.host import DRAM_LLC_FACTOR
 from analysis.intervals import positive_interval
 from analysis.runs import without_unfinished
 from analysis.steady import frame_steadiness_line
-from analysis.trust import condition_lines, stability, unstable_line
+from analysis.trust import condensed_conditions, condition_lines, stability, unstable_line
 from model.units import (
     fmt_bytes,
     fmt_count,
@@ -59,12 +59,12 @@ def summary_lines(
 def trust_lines(runs: pd.DataFrame | None) -> list[str]:
     """Per run: its busy-machine verdict, its drift in speed during the run and, among several runs of one
     machine, its speed against the others (``analysis.sentinel``), whether it was interrupted and which cases
-    did not finish, its faults; "conditions unknown" for a run saved without a record."""
+    did not finish, its faults; "conditions unknown" for a run saved without a record. A kind of condition
+    seen in many runs is said once for them all, first (``condensed_conditions``)."""
     if runs is None or runs.empty:
         return []
     several = len(runs) > 1
-    conditions = condition_lines(runs)
-    lines = []
+    lines, conditions = condensed_conditions(condition_lines(runs), len(runs))
     for run in runs.itertuples(index=False):
         name = f"{run.source}: " if several else ""
         if not run.has_record:

@@ -98,6 +98,45 @@ def condition_lines(runs: pd.DataFrame) -> dict[str, list[str]]:
     return lines
 
 
+#: The kinds of ``condition_lines``' lines, by how each begins.
+CONDITION_KINDS = ("Busy machine", "Machine speed unsteady", "Machine speed drifted", "Machine speed:")
+#: A kind of condition seen in more runs than this is said in one line (``condensed_conditions``).
+CONDENSE_ABOVE = 20
+
+
+def condensed_conditions(
+    conditions: Mapping[str, list[str]], runs: int
+) -> tuple[list[str], dict[str, list[str]]]:
+    """``condition_lines``' lines (``conditions``, of ``runs`` runs) with each kind of condition
+    (``CONDITION_KINDS``) seen in more than ``CONDENSE_ABOVE`` runs said once for all of them: (those lines —
+    how many runs, the first run's line, the others by name — and the lines left, by source). A fleet of
+    runs from a machine whose speed hopped opened its report with one such line a run (1,000 runs: 250 kB
+    of the report's 310 kB)."""
+    by_kind: dict[str, list[str]] = {}
+    for source, lines in conditions.items():
+        for line in lines:
+            by_kind.setdefault(_kind(line), []).append(source)
+    wide = {kind for kind, sources in by_kind.items() if len(sources) > CONDENSE_ABOVE}
+    said = []
+    for kind in (kind for kind in by_kind if kind in wide):
+        sources = by_kind[kind]
+        first = next(line for line in conditions[sources[0]] if _kind(line) == kind)
+        said.append(
+            f"{kind} in {len(sources):,} of the {runs:,} runs; the first, {sources[0]}: {first}; the others: "
+            f"{', '.join(sources[1:4])}, and {len(sources) - 4:,} more (`python -m analysis summary FILE`: "
+            "one run's lines)"
+        )
+    left = {
+        source: [line for line in lines if _kind(line) not in wide] for source, lines in conditions.items()
+    }
+    return said, {source: kept for source, kept in left.items() if kept}
+
+
+def _kind(line: str) -> str:
+    """The kind of a condition line (``CONDITION_KINDS``), or the line itself for one of no known kind."""
+    return next((kind for kind in CONDITION_KINDS if line.startswith(kind)), line)
+
+
 def stability(frame: pd.DataFrame) -> pd.DataFrame:
     """One row per case of ``frame`` (``STABILITY_COLUMNS``): median/min and IQR/median of its rounds (from
     pytest-benchmark's stats; NaN where a statistic is missing) and whether it is unstable."""

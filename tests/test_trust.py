@@ -28,9 +28,18 @@ from analysis.render import figure_lines
 from analysis.runs import select_runs, selection_lines
 from analysis.summary import host_section as summary_section
 from analysis.summary import summary_lines
-from analysis.trust import IQR_OVER_MEDIAN_LIMIT, MEDIAN_OVER_MIN_LIMIT, stability, unstable_line, verdict
+from analysis.trust import (
+    CONDENSE_ABOVE,
+    IQR_OVER_MEDIAN_LIMIT,
+    MEDIAN_OVER_MIN_LIMIT,
+    condensed_conditions,
+    stability,
+    unstable_line,
+    verdict,
+)
 from model.units import fmt_time
 from tests.test_load import write_json as write
+from tests.test_plots_collisions import _fanout
 
 DATA = Path(__file__).parent / "data"
 XEON_FULL = DATA / "cpu-2core-full.json"
@@ -191,11 +200,12 @@ def test_compare_of_tests_data_names_the_runs_it_used_and_left_out(
     out = capsys.readouterr().out.splitlines()
     # The full runs of today's code (tests/data/runs-xeon, tests/data/sentinel) are of the machine of the
     # quick runs of tests/data/aa and aa-sentinel: those are left out now, each named with the flag that
-    # pools it. The EPYC VM's quick runs of 2026-12-07 (sentinel-epyc, numpy 2.4.6) are unlike its full runs
-    # of tests/data/runs in a recorded setting: a group of their own, of quick runs only, so reported.
-    assert out[0].startswith(f"Runs used: 22 (5 machines): {DATA / 'cpu-2core-epyc-full.json'}, ")
+    # pools it. So are the EPYC VM's quick runs of 2026-12-07 (sentinel-epyc, numpy 2.4.6): a full run of the
+    # same setting (tests/data/fanout, the fleets' source) is beside them, unlike tests/data/runs' setting.
+    assert out[0].startswith(f"Runs used: 10 (5 machines): {DATA / 'cpu-2core-epyc-full.json'}, ")
     quick = [line for line in out if "left out: a quick run (--quick;" in line]
-    assert len(quick) == 12 + 10 + 1 + 3  # aa, aa-sentinel, cpu-2core-quick.json, sentinel/quiet-quick-*
+    # aa, aa-sentinel, cpu-2core-quick.json, sentinel/quiet-quick-*, sentinel-epyc
+    assert len(quick) == 12 + 10 + 1 + 3 + 13
     assert all(line.endswith("--include-quick pools it") for line in quick)
     assert (
         f"{XEON_QUICK}: left out: a quick run (--quick; no run record: ufunc_size/many_vs_one max_time "
@@ -204,7 +214,7 @@ def test_compare_of_tests_data_names_the_runs_it_used_and_left_out(
     assert any(line.startswith("2 run(s) saved without a run record") for line in out)
     assert any("loaded-from-midway-full.json: Busy machine" in line for line in out)
     assert main(["compare", str(DATA), "--no-samples", "--include-quick"]) == 0
-    assert capsys.readouterr().out.splitlines()[0].startswith("Runs used: 48 (5 machines)")
+    assert capsys.readouterr().out.splitlines()[0].startswith("Runs used: 49 (5 machines)")
 
 
 def test_the_legacy_quick_rule_reads_the_cpu_cases_time_budget() -> None:
@@ -473,3 +483,54 @@ def test_a_bound_the_fit_cannot_set_is_said_not_printed_negative() -> None:
 )
 def test_positive_interval(low: float, high: float, expected: str) -> None:
     assert positive_interval(low, high, fmt_time) == expected
+
+
+# --- a fleet's conditions, condensed -----------------------------------------------------------------------
+
+UNSTEADY = (
+    "Machine speed unsteady: the speed sentinel's CPU workloads ran {:.2f}× slower at end than at start"
+)
+BUSY = (
+    "Busy machine: other processes took 30% of the 2 usable CPUs' time (limit 10%): figures may be inflated"
+)
+
+
+def test_a_condition_of_many_runs_is_said_once_and_one_of_few_runs_per_run() -> None:
+    runs = CONDENSE_ABOVE + 5
+    conditions = {f"run-{i:02d}.json": [UNSTEADY.format(1.5 + i / 100)] for i in range(runs)}
+    conditions["run-03.json"].insert(0, BUSY)
+    said, left = condensed_conditions(conditions, runs + 2)
+    assert said == [
+        f"Machine speed unsteady in {runs} of the {runs + 2} runs; the first, run-00.json: "
+        f"{UNSTEADY.format(1.5)}; the others: run-01.json, run-02.json, run-03.json, and {runs - 4} more "
+        "(`python -m analysis summary FILE`: one run's lines)"
+    ]
+    assert left == {"run-03.json": [BUSY]}  # the busy run alone: said as it is
+
+
+def test_conditions_of_up_to_the_limit_of_runs_are_said_run_by_run() -> None:
+    conditions = {f"run-{i:02d}.json": [UNSTEADY.format(1.5)] for i in range(CONDENSE_ABOVE)}
+    assert condensed_conditions(conditions, CONDENSE_ABOVE) == ([], conditions)
+
+
+def test_a_fleet_report_opens_with_one_line_for_its_unsteady_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The fleet: ``tools/fanout_runs.py`` copies of an EPYC quick run whose speed hopped (each copy keeps its
+    sentinel, so each is named unsteady)."""
+    runs = CONDENSE_ABOVE + 1
+    _fanout(DATA / "sentinel-epyc" / "quiet-quick-01.json", tmp_path / "runs", machines=2, copies=runs)
+    out = tmp_path / "report"
+    assert main(["report", str(tmp_path / "runs"), "--include-quick", "--out", str(out), "--no-cache"]) == 0
+    lines = (tmp_path / "report" / "report.md").read_text().splitlines()
+    unsteady = [line for line in lines if "Machine speed unsteady" in line]
+    assert len(unsteady) == 1
+    assert unsteady[0].startswith(f"**Machine speed unsteady in {runs} of the {runs} runs; the first, ")
+    capsys.readouterr()
+    for command in (
+        ["summary", str(tmp_path / "runs")],
+        ["compare", str(tmp_path / "runs"), "--include-quick", "--no-cache"],
+    ):
+        assert main(command) == 0
+        said = [line for line in capsys.readouterr().out.splitlines() if "Machine speed unsteady" in line]
+        assert len(said) == 1 and said[0].startswith(f"Machine speed unsteady in {runs} of the {runs} runs")
