@@ -776,16 +776,18 @@ def map_batches(
     size = min(-(-len(files) // (4 * workers)), MAX_BATCH_FILES)
     batches = [files[start : start + size] for start in range(0, len(files), size)]
     pool = None
+    started: list[object] = []
     try:
         pool, futures = start_workers(
             workers, pool_context(), [(function, (batch, *args)) for batch in batches]
         )
+        started = worker_processes(pool)  # a broken pool forgets its workers: kept to name the one lost
         if meanwhile is not None:
             meanwhile()
         await_workers(pool, futures)
         return [future.result() for future in futures]
     except BrokenProcessPool as exc:
-        raise WorkerLost(_lost_line(pool)) from exc
+        raise WorkerLost(_lost_line(started)) from exc
     finally:
         if pool is not None:
             stop_workers(pool)
@@ -856,7 +858,7 @@ def await_workers(pool: ProcessPoolExecutor, futures: list[Future]) -> None:
         if any(future.done() and future.exception() is not None for future in futures):
             return  # ``result()`` raises it (BrokenProcessPool when a worker died and the pool noticed)
         if pending and any(process.exitcode is not None for process in worker_processes(pool)):
-            raise WorkerLost(_lost_line(pool))
+            raise WorkerLost(_lost_line(worker_processes(pool)))
 
 
 def worker_processes(pool: ProcessPoolExecutor) -> list[object]:
@@ -864,9 +866,9 @@ def worker_processes(pool: ProcessPoolExecutor) -> list[object]:
     return list((getattr(pool, "_processes", None) or {}).values())
 
 
-def _lost_line(pool: ProcessPoolExecutor | None) -> str:
-    """One line saying which loading worker ended and how (``analysis.signals.ended_text``)."""
-    which = ended_text(worker_processes(pool) if pool else [])
+def _lost_line(workers: list[object]) -> str:
+    """One line saying which of the loading ``workers`` ended and how (``analysis.signals.ended_text``)."""
+    which = ended_text(workers)
     return (
         f"a loading worker process{which} ended before its files were read (killed? out of memory?): "
         "nothing was loaded; run the command again, or with fewer files at once"

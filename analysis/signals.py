@@ -12,6 +12,7 @@ import contextlib
 import os
 import signal
 from collections.abc import Iterable, Iterator
+from multiprocessing.connection import wait
 from multiprocessing.process import BaseProcess
 from pathlib import Path
 
@@ -47,10 +48,22 @@ def release() -> None:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
 
 
+#: How long (s) ``ended_text`` waits for a lost worker's exit to be known.
+_SETTLE_S = 1.0
+
+
 def ended_text(workers: Iterable[BaseProcess]) -> str:
     """Which of ``workers`` ended, and how, for a ``WorkerLost`` line: " (pid N, ended by SIGKILL)", or ""
     when none has. One a pool ended itself (SIGTERM, once it saw the pool broken) is named only if no other
     ended: the one killed first is the news."""
+    workers = list(workers)
+    # A pool marks itself broken (its futures fail) before it reaps the worker that died, whose exit code is
+    # then not known yet: wait (a second at most) for one to have ended, and reap those that have.
+    with contextlib.suppress(ValueError, OSError, AttributeError):  # AttributeError: not started
+        ready = set(wait([process.sentinel for process in workers], timeout=_SETTLE_S)) if workers else set()
+        for process in workers:
+            if process.sentinel in ready:
+                process.join(timeout=_SETTLE_S)
     ended = [process for process in workers if process.exitcode is not None]
     ended.sort(key=lambda process: process.exitcode == -signal.SIGTERM)
     if not ended:

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import signal
 from pathlib import Path
 
 import numpy as np
@@ -117,3 +119,19 @@ def test_workers_start_from_a_fork_server_once_a_threaded_runtime_is_loaded(monk
     assert load.pool_context() is None
     monkeypatch.setitem(sys.modules, "jax", types.ModuleType("jax"))
     assert load.pool_context().get_start_method() == "forkserver"
+
+
+def _killed_by_sigkill(paths: list[Path], *args: object) -> None:
+    """A loading worker's batch that ends its own process as ``kill -KILL`` would."""
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="workers start only with 2 or more CPUs")
+def test_a_worker_lost_is_named_with_its_signal_once_the_pool_has_broken() -> None:
+    """The pool forgets its workers once it sees one die (BrokenProcessPool); the line still names the
+    worker and its signal, from the workers kept when they started (CI once printed neither)."""
+    files = [Path(f"/nonexistent/{i}.json") for i in range(PARALLEL_MIN_FILES)]
+    for _ in range(3):
+        with pytest.raises(load.WorkerLost) as lost:
+            load.map_batches(_killed_by_sigkill, files)
+        assert "ended by SIGKILL" in str(lost.value)
