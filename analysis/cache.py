@@ -38,6 +38,7 @@ read-only folder) costs a parse, never a wrong row or a failed command.
 from __future__ import annotations
 
 import contextlib
+import gc
 import hashlib
 import inspect
 import json
@@ -51,6 +52,7 @@ import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import NoReturn
 
 #: Bumped when what a cached file's entry means changes; the loader's source is hashed in beside it.
 LOADER_VERSION = 4
@@ -83,14 +85,59 @@ _KINDS_KEY = b"launchbench.kinds"
 _ROWS, _INDEX = ".rows.parquet", ".index"
 
 
+#: Multithreaded runtimes after whose import a forked process may deadlock on a lock one of their threads held
+#: (JAX warns so at every fork): where one is loaded, nothing is forked (``analysis.load.pool_context``,
+#: ``RunCache.store_behind``).
+THREADED_RUNTIMES = ("jax", "torch")
+
+
+class _StoringChild:
+    """A child process forked to write one segment (``RunCache.store_behind``)."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+
+    def join(self) -> None:
+        """Wait for the child to end (and reap it)."""
+        with contextlib.suppress(ChildProcessError):  # reaped already
+            os.waitpid(self.pid, 0)
+
+
 #: The segments this process is writing (``RunCache.store_behind``).
-_STORING: list[threading.Thread] = []
+_STORING: list[threading.Thread | _StoringChild] = []
 
 
 def wait_for_stores() -> None:
     """Wait until every segment this process started to write (``RunCache.store_behind``) is written."""
     while _STORING:
         _STORING.pop().join()
+
+
+def may_fork() -> bool:
+    """Whether this process may fork a child that runs Python: a POSIX process with one thread (a fork copies
+    the calling thread alone, and any lock another thread held stays held in the child) and no
+    ``THREADED_RUNTIMES`` loaded."""
+    return (
+        hasattr(os, "fork")
+        and threading.active_count() == 1
+        and not any(name in sys.modules for name in THREADED_RUNTIMES)
+    )
+
+
+def _store_in_child(cache: RunCache, columns: Mapping[str, object], files: Sequence[Fresh]) -> NoReturn:
+    """The forked child of ``RunCache.store_behind``: write the segment and end, whatever happens (as
+    ``store``, a problem or a stop signal leaves no segment), without the parent's exit handlers. It writes
+    nothing to the command's streams (a reader of its output sees them end with the command), and collects
+    no garbage: a collection would touch every object inherited, copying the parent's memory page by page."""
+    try:
+        gc.disable()
+        quiet = os.open(os.devnull, os.O_RDWR)
+        for stream in (0, 1, 2):
+            os.dup2(quiet, stream)
+        with contextlib.suppress(Exception):
+            cache.store(columns, files)
+    finally:
+        os._exit(0)
 
 
 def default_folder() -> Path | None:
@@ -238,10 +285,19 @@ class RunCache:
         self._rows.clear()
 
     def store_behind(self, columns: Mapping[str, object], files: Sequence[Fresh]) -> None:
-        """``store``, in a thread, while the command goes on: encoding and writing the rows of 1,000 quick
-        runs took 0.45 s, much of it in Arrow, which releases the GIL, so a first ``compare`` or ``report``
-        fits meanwhile and the cache costs it less time. ``wait_for_stores`` waits for it (a later
-        ``lookup`` in this process does, and so does the command line before it exits)."""
+        """``store``, behind the command's work, which goes on meanwhile: in a child process forked for it
+        where this process may fork (``may_fork``), else in a thread. Encoding the rows is Python, so a
+        thread held the GIL the command needed: filling the cache cost a first ``compare`` of 1,000 quick
+        runs +8 – +17 % (median +11 %, six rounds); a child, which inherits the columns without a copy and
+        runs on a CPU the command leaves idle, −8 – +14 % (median −3 %, the VM's noise; docs/speed.md).
+        ``wait_for_stores`` waits for either (a later ``lookup`` in this process does, and so does the
+        command line before it exits)."""
+        if may_fork():
+            pid = os.fork()
+            if pid == 0:
+                _store_in_child(self, columns, files)
+            _STORING.append(_StoringChild(pid))
+            return
 
         def store() -> None:
             with contextlib.suppress(Exception):  # as ``store``'s own: a problem costs a parse next time

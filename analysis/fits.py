@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import pandas as pd
 
@@ -86,16 +86,33 @@ def has_cases(frame: pd.DataFrame, cases: tuple[str, ...], device: str | None = 
 def fit_all(frame: pd.DataFrame, predictions: bool = True, memo: Memo | None = None) -> Fits:
     """Fit every family present in ``frame`` once, so the table, the figures, the report and the summary
     agree; the decode steps are predicted from these same host and launch fits. ``predictions``: False
-    leaves the predicted tables (many vs one, spin, the decode steps and demo) and the ladder's law, which
-    no comparison reads, empty, for a caller that shows the fitted figures only (``python -m analysis
-    compare``). ``memo``: where fits computed before from the same rows are kept (``analysis.memo``): the
-    whole frame's, else each machine's."""
+    leaves the predicted tables (many vs one, spin, the decode steps and demo) empty, for a caller that
+    shows the fitted figures only (``python -m analysis compare``), or that predicts later
+    (``with_predictions``: a report draws the fitted laws' figures meanwhile). ``memo``: where fits computed
+    before from the same rows are kept (``analysis.memo``): the whole frame's, else each machine's."""
     if memo is None:
-        return _fit_all(frame, predictions, None)
-    return memo.cached(memo.key("fit_all", frame, predictions), lambda: _fit_all(frame, predictions, memo))
+        fitted = _fit_all(frame, None)
+    else:
+        fitted = memo.cached(memo.key("fit_all", frame), lambda: _fit_all(frame, memo))
+    return with_predictions(frame, fitted, memo) if predictions else fitted
 
 
-def _fit_all(frame: pd.DataFrame, predictions: bool, memo: Memo | None) -> Fits:
+def with_predictions(frame: pd.DataFrame, fits: Fits, memo: Memo | None = None) -> Fits:
+    """``fits`` (``fit_all(frame, predictions=False)``) with the tables predicted from its laws: many vs one
+    and the decode steps from the host fit, the spin kernels and the lecture's demo from the launch fit;
+    kept in ``memo`` as ``fit_all``'s are."""
+    if memo is None:
+        return _predicted(frame, fits)
+    return memo.cached(predictions_key(memo, frame, fits), lambda: _predicted(frame, fits))
+
+
+def predictions_key(memo: Memo, frame: pd.DataFrame, fits: Fits) -> str:
+    """The key under which ``memo`` keeps ``with_predictions(frame, fits)``: a caller that hands the
+    predictions to another process asks whether they are kept first (``Memo.get``)."""
+    return memo.key("predictions", frame, fits)
+
+
+def _fit_all(frame: pd.DataFrame, memo: Memo | None) -> Fits:
     empty = pd.DataFrame()
     host = _per_machine(fit_host, frame, HOST_COLUMNS, memo, "host")
     launch = (
@@ -104,16 +121,18 @@ def _fit_all(frame: pd.DataFrame, predictions: bool, memo: Memo | None) -> Fits:
         else pd.DataFrame(columns=list(FIT_COLUMNS))
     )
     calls = _per_machine(fit_calls, frame, CALL_COLUMNS, memo, "calls")
-    if not predictions:
-        return Fits(host, empty, launch, empty, empty, empty, calls)
-    return Fits(
-        host=host,
+    return Fits(host, empty, launch, empty, empty, empty, calls)
+
+
+def _predicted(frame: pd.DataFrame, fits: Fits) -> Fits:
+    empty = pd.DataFrame()
+    host, launch = fits.host, fits.launch
+    return replace(
+        fits,
         many_vs_one=predict_many_vs_one(frame, host) if not host.empty else empty,
-        launch=launch,
         spin=predict_spin(frame, launch) if not launch.empty else empty,
         decode_demo=decode_with_measured(launch) if not launch.empty else empty,
         decode_steps=decode_table(frame, host, launch),
-        calls=calls,
     )
 
 

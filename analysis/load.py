@@ -62,7 +62,16 @@ import numpy as np
 import pandas as pd
 from pandas.api.types import union_categoricals
 
-from analysis.cache import Entry, Fresh, Key, RunCache, open_cache, text_categorical, texts_or_missing
+from analysis.cache import (
+    THREADED_RUNTIMES,
+    Entry,
+    Fresh,
+    Key,
+    RunCache,
+    open_cache,
+    text_categorical,
+    texts_or_missing,
+)
 from analysis.facts import fact_text, run_settings
 from analysis.schema import RUN_RECORD_KEY as RUN_RECORD_KEY  # the data contract's keys, re-exported
 from analysis.schema import SUITE, CheckedRun, check_run, printable
@@ -797,9 +806,6 @@ def map_batches(
 _WORKER_CHECK_S = 0.1
 
 
-#: Multithreaded runtimes after whose import a forked worker may deadlock on a lock one of their threads held
-#: (JAX warns so at every fork): where one is loaded, the workers start from a fork server instead.
-_THREADED_RUNTIMES = ("jax", "torch")
 #: The modules that draw the figures (matplotlib's importers): a report imports them while its files load.
 FIGURE_MODULES = tuple(
     f"analysis.figures.{module}" for module in ("cpu", "decode", "gpu", "ladder", "machines")
@@ -840,7 +846,7 @@ def start_workers(
 def pool_context() -> multiprocessing.context.BaseContext | None:
     """The workers' start method: the platform's default (fork on Linux: the cheapest), or a fork server
     where a multithreaded runtime is loaded in this process (a test session, a notebook with JAX)."""
-    threaded = any(name in sys.modules for name in _THREADED_RUNTIMES)
+    threaded = any(name in sys.modules for name in THREADED_RUNTIMES)
     if threaded and "forkserver" in multiprocessing.get_all_start_methods():
         context = multiprocessing.get_context("forkserver")
         context.set_forkserver_preload(list(FORK_SERVER_PRELOAD))  # read when the server starts, not after
@@ -974,7 +980,9 @@ def _parsed(path: Path, samples: Samples) -> object:
         return raw
     if not raw.strip():
         return "file is empty"
-    cut, spans = (raw, []) if samples is True else _without_samples(raw)
+    lists = 0 if samples is True else raw.count(_SAMPLES_KEY)
+    whole = not lists or len(raw) < _CUT_MIN_BYTES * lists
+    cut, spans = (raw, []) if whole else _without_samples(raw)
     try:
         doc = orjson.loads(cut)
     except orjson.JSONDecodeError:
@@ -986,7 +994,32 @@ def _parsed(path: Path, samples: Samples) -> object:
             _restore_samples(doc, raw, spans, samples)
         except ValueError:  # a list cut out is not JSON itself (or marker text in the file): read it whole
             return _json_parsed(raw, raw)
+    elif whole and samples is not True:
+        _drop_samples(doc, samples)
     return doc
+
+
+#: A saved case's raw samples as pytest-benchmark writes them: what ``_without_samples`` cuts out.
+_SAMPLES_KEY = b'"data": ['
+#: Raw samples are cut out before parsing (``_without_samples``) only from a file of at least this many bytes
+#: per sample list: cutting and putting back costs more than parsing a short list, and today's runs hold
+#: short ones (a quick run: 67 lists in 160 kB, 2.4 ms a file cut against 1.5 ms parsed whole, with every
+#: list wanted); a run of 10⁵ samples a case is cut, and its unwanted samples never become Python floats.
+_CUT_MIN_BYTES = 64 * 1024
+
+
+def _drop_samples(doc: object, samples: Samples) -> None:
+    """Set each case's raw samples (``stats.data``) that ``samples`` does not ask for to null, in a document
+    parsed whole, as ``_restore_samples`` leaves the lists it cut out."""
+    benchmarks = doc.get("benchmarks") if isinstance(doc, dict) else None
+    for bench in benchmarks if isinstance(benchmarks, list) else ():
+        stats = bench.get("stats") if isinstance(bench, dict) else None
+        if (
+            isinstance(stats, dict)
+            and isinstance(stats.get("data"), list)
+            and not (samples and samples(bench))
+        ):
+            stats["data"] = None
 
 
 def _read_regular(path: Path) -> bytes | str:
@@ -1059,7 +1092,7 @@ def _without_samples(raw: bytes) -> tuple[bytes, list[tuple[int, int]]]:
     replaced by a numbered marker (``_CUT``), and where in ``raw`` each list was; ``raw`` itself (and no
     places) when its text does not look like that, so JSON errors stay exact. Any ``"data"`` list is cut,
     also one that is not a case's samples (``extra_info.data``): ``_restore_samples`` puts those back."""
-    key = b'"data": ['
+    key = _SAMPLES_KEY
     parts = []
     spans = []
     position = 0

@@ -235,6 +235,9 @@ def column_hashes(column: pd.Series) -> np.ndarray:
     items = values.tolist()
     if not any(map(operator.is_not, items, itertools.repeat(None))):  # C speed: 4·10⁶ rows of None are common
         return np.zeros(len(items), dtype=np.uint64)
+    samples = _samples_hashes(items)
+    if samples is not None:
+        return samples
     hashed: dict[int, int] = {}  # by id: every object is alive in ``items`` meanwhile
     floats: dict[str, int] = {}  # by ``repr``, as ``_value_hash`` hashes them
 
@@ -250,6 +253,38 @@ def column_hashes(column: pd.Series) -> np.ndarray:
         return hashed[key]
 
     return np.fromiter(map(one, items), dtype=np.uint64, count=len(items))
+
+
+#: Mixed into each raw sample's bits with its place in the row (``_samples_hashes``): Knuth's multiplicative
+#: constant, 2⁶⁴ / φ, so that the same value at another place hashes apart.
+_PLACE = np.uint64(0x9E3779B97F4A7C15)
+#: Mixed into each row's sum of raw samples' hashes (``_samples_hashes``), so that a row of raw samples
+#: never hashes as a value of another column type does.
+_SAMPLES_TAG = np.uint64(0x5A3C_96E1_0F87_D2B4)
+
+
+def _samples_hashes(items: list[object]) -> np.ndarray | None:
+    """Each row's hash where every one of ``items`` is None or one-dimensional float64 array (a column of raw
+    samples), at numpy's speed; None for any other column. A row's hash is its length's and the sum of its
+    samples' hashes, each sample hashed by its bits (``pd.util.hash_array``: -0.0 and 0.0 apart) with its
+    place in the row; a row of None hashes to 0, as ``_value_hash`` has it. Hashing each array's bytes on
+    their own (``_value_hash``) was two thirds of hashing a fleet's frame: 10⁴ arrays, each a call."""
+    arrays = [item for item in items if item is not None]
+    if not all(type(item) is np.ndarray and item.dtype == np.float64 and item.ndim == 1 for item in arrays):
+        return None
+    missing = np.fromiter((item is None for item in items), dtype=bool, count=len(items))
+    lengths = np.zeros(len(items), dtype=np.int64)
+    lengths[~missing] = [item.size for item in arrays]
+    flat = np.concatenate(arrays) if arrays else np.zeros(0)
+    starts = np.cumsum(lengths) - lengths
+    places = (np.arange(flat.size) - np.repeat(starts, lengths)).astype(np.uint64)
+    with np.errstate(over="ignore"):  # sums modulo 2⁶⁴
+        each = pd.util.hash_array(flat.view(np.uint64) ^ (places * _PLACE))
+        sums = np.concatenate([np.zeros(1, dtype=np.uint64), np.cumsum(each, dtype=np.uint64)])
+        rows = sums[starts + lengths] - sums[starts]
+        hashes = pd.util.hash_array(rows ^ pd.util.hash_array(lengths.view(np.uint64)) ^ _SAMPLES_TAG)
+    hashes[missing] = 0
+    return hashes
 
 
 def _value_hash(value: object) -> int:

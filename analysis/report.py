@@ -20,8 +20,8 @@ import pandas as pd
 from analysis import ops
 from analysis.compare import BY_MACHINE, compared_table, group_runs
 from analysis.decode_text import prediction_cell, rounds_below_text, where
-from analysis.figures import FIGURES_DIR, FIGURES_OWNER, start_figures
-from analysis.fits import Fits, fit_all
+from analysis.figures import FIGURES_DIR, FIGURES_OWNER, PREDICTION_FIGURES, start_figures
+from analysis.fits import Fits, fit_all, predictions_key, with_predictions
 from analysis.host import BANDWIDTH_OPS
 from analysis.memo import Memo
 from analysis.output import DEFAULT_FIGURE_FORMATS, publish_whole, staging
@@ -581,11 +581,18 @@ def _write_report(
     # One frame for the fits, the table and the figures (as ``plot`` has it): ``analysis.memo`` hashes the
     # rows of each frame it keys once, 0.6 s for 1,000 quick runs.
     frame = with_run_kinds(result.frame, result.runs)
-    fits = fit_all(frame, memo=memo)
+    fitted = fit_all(frame, predictions=False, memo=memo)
     groups = group_runs(result.runs, BY_MACHINE, baseline)
-    # The figures but the table's are drawn by worker processes while the table is computed here.
-    with start_figures(frame, fits, out_dir, formats, memo=memo) as drawing:
-        table = compared_table(frame, fits, groups.baseline.label, memo)
+    # Worker processes draw the figures of the fitted laws while the table is computed here, and make the
+    # predictions (unless kept, ``analysis.memo``) before they draw; then they draw the predictions'
+    # figures while this process draws the table's.
+    kept = memo is not None and memo.get(predictions_key(memo, frame, fitted))[0]
+    beside = None if kept else (with_predictions, (frame, fitted, memo))
+    later = PREDICTION_FIGURES
+    with start_figures(frame, fitted, out_dir, formats, memo=memo, later=later, beside=beside) as drawing:
+        table = compared_table(frame, fitted, groups.baseline.label, memo)
+        fits = with_predictions(frame, fitted, memo) if beside is None else drawing.beside_result()
+        drawing.add(later, fits)
         figure_paths = drawing.finish(table)
     figures: dict[str, list[str]] = {}
     for path in sorted(figure_paths, key=lambda path: _LINK_ORDER.get(path.suffix, len(_LINK_ORDER))):

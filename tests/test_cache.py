@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import sys
 import threading
 import time
@@ -102,6 +103,7 @@ def test_a_store_behind_is_waited_for_by_the_next_load(
         store(self, *args)
 
     monkeypatch.setattr(run_cache.RunCache, "store", slow_store)
+    monkeypatch.setattr(run_cache, "may_fork", lambda: False)  # the thread (the child: the next test)
     first = load.load_runs([storage], samples=uses_samples, cache=folder, store_behind=True)
     assert not list(folder.rglob("*.index"))  # not yet written
     writing.set()
@@ -110,6 +112,59 @@ def test_a_store_behind_is_waited_for_by_the_next_load(
     assert no_parsing == []
     _same(load.load_runs([storage], samples=uses_samples), second)
     _same(first, second)
+
+
+#: Run in a fresh process of one thread, as the command line is: ``store_behind`` forks its child there.
+_FORKED_STORE = """
+import os, sys
+from pathlib import Path
+from analysis import cache, load
+from analysis.fits import uses_samples
+assert cache.may_fork()
+load.load_runs([Path(sys.argv[1])], samples=uses_samples, cache=Path(sys.argv[2]), store_behind=True)
+(child,) = cache._STORING
+assert isinstance(child, cache._StoringChild) and child.pid != os.getpid()
+cache.wait_for_stores()
+try:
+    os.waitpid(child.pid, os.WNOHANG)
+    print("not reaped")
+except ChildProcessError:
+    print("reaped")
+"""
+
+
+def test_a_store_behind_in_a_forked_child_is_written_and_reaped(
+    tmp_path: Path, no_parsing: list[Path]
+) -> None:
+    """In a process of one thread (the command line), ``store_behind`` writes the segment from a forked
+    child: ``wait_for_stores`` waits for it and reaps it, and the segment gives what parsing gives."""
+    storage = _storage(tmp_path)
+    folder = tmp_path / "cache"
+    done = subprocess.run(
+        [sys.executable, "-c", _FORKED_STORE, str(storage), str(folder)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert (done.returncode, done.stdout.strip(), done.stderr) == (0, "reaped", "")
+    second = load.load_runs([storage], samples=uses_samples, cache=folder)
+    assert no_parsing == []
+    _same(load.load_runs([storage], samples=uses_samples), second)
+
+
+def test_no_child_is_forked_beside_a_thread_or_a_threaded_runtime(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fork copies only the calling thread: with another thread running, or JAX or PyTorch loaded, the
+    segment is written by a thread instead (``may_fork``)."""
+    monkeypatch.setattr(threading, "active_count", lambda: 1)
+    monkeypatch.delitem(sys.modules, "jax", raising=False)
+    monkeypatch.delitem(sys.modules, "torch", raising=False)
+    assert run_cache.may_fork()
+    monkeypatch.setitem(sys.modules, "torch", sys)  # as if PyTorch were loaded
+    assert not run_cache.may_fork()
+    monkeypatch.delitem(sys.modules, "torch")
+    monkeypatch.setattr(threading, "active_count", lambda: 2)
+    assert not run_cache.may_fork()
 
 
 def test_changed_removed_and_replaced_files_are_read_again(tmp_path: Path, no_parsing: list[Path]) -> None:

@@ -27,9 +27,17 @@ from matplotlib.container import ErrorbarContainer
 
 from analysis.__main__ import main
 from analysis.compare import figure_table
-from analysis.figures import FIGURES_DIR, cpu, figure_jobs, ladder, start_figures, write_figures
+from analysis.figures import (
+    FIGURES_DIR,
+    PREDICTION_FIGURES,
+    cpu,
+    figure_jobs,
+    ladder,
+    start_figures,
+    write_figures,
+)
 from analysis.figures.style import save
-from analysis.fits import fit_all
+from analysis.fits import fit_all, with_predictions
 from analysis.frameworks import fit_calls
 from analysis.host import per_numpy_call
 from analysis.load import load_runs, pool_context
@@ -179,6 +187,54 @@ def test_figures_started_before_the_table_are_the_files_drawn_one_after_another(
     assert _digests(serial) == _digests(early)
 
 
+def _report_order(frame: pd.DataFrame, folder: Path, formats: tuple[str, ...], workers: int) -> tuple:
+    """The report's drawing (``analysis.report``): the fitted laws' figures started first, the predictions
+    made beside them by a worker, the table's figure drawn here; (the files, the fits, whether a worker
+    made the predictions)."""
+    fitted = fit_all(frame, predictions=False)
+    beside = (with_predictions, (frame, fitted))
+    with start_figures(
+        frame, fitted, folder, formats, workers=workers, later=PREDICTION_FIGURES, beside=beside
+    ) as drawing:
+        by_worker = drawing._beside_future is not None
+        table = figure_table(frame, fitted, None)
+        fits = drawing.beside_result()
+        drawing.add(PREDICTION_FIGURES, fits)
+        return drawing.finish(table), fits, by_worker
+
+
+def test_figures_started_stage_by_stage_are_the_files_drawn_one_after_another(
+    inputs, serial: list[Path], tmp_path: Path
+) -> None:
+    """The report's order (issue 33): the fitted laws' figures first, the predictions made by a worker
+    meanwhile and their figures added (``Drawing.add``), the table's figure drawn by the command: the
+    files drawn one after another, in reading order, and the predictions ``fit_all``'s."""
+    frame, fits, _ = inputs
+    files, made, by_worker = _report_order(frame, tmp_path / "staged", ("png", "svg"), workers=2)
+    assert by_worker
+    assert [path.name for path in serial] == [path.name for path in files]
+    assert _digests(serial) == _digests(files)
+    for name in ("host", "many_vs_one", "launch", "spin", "decode_demo", "decode_steps", "calls"):
+        pd.testing.assert_frame_equal(getattr(made, name), getattr(fits, name))
+    assert not multiprocessing.active_children()
+
+
+def test_the_predictions_are_made_by_the_command_where_no_worker_is_forked(
+    inputs, serial: list[Path], tmp_path: Path
+) -> None:
+    """One drawing process, or workers from a fork server (JAX or PyTorch loaded), which would be sent the
+    whole frame: the command makes the predictions itself, when it asks for them."""
+    frame, fits, _ = inputs
+    pngs = [path for path in serial if path.suffix == ".png"]
+    one, made, by_worker = _report_order(frame, tmp_path / "one", ("png",), workers=1)
+    assert not by_worker and _digests(one) == _digests(pngs)
+    pd.testing.assert_frame_equal(made.decode_steps, fits.decode_steps)
+    with mock.patch("analysis.load.THREADED_RUNTIMES", ("analysis.load",)):  # as if JAX were loaded
+        served, made, by_worker = _report_order(frame, tmp_path / "served", ("png",), workers=2)
+    assert not by_worker and _digests(served) == _digests(pngs)
+    pd.testing.assert_frame_equal(made.many_vs_one, fits.many_vs_one)
+
+
 def test_a_drawing_left_before_its_table_ends_its_workers(inputs, tmp_path: Path) -> None:
     """A command stopped while it computes the table (an error, Ctrl-C) leaves no drawing worker behind."""
     frame, fits, _ = inputs
@@ -198,7 +254,7 @@ def test_workers_from_a_fork_server_are_sent_their_data_and_draw_the_same_files(
     workers then start from a fork server (the one the command starts, with its preloaded modules) and are
     sent each figure's data instead of inheriting it."""
     frame, fits, table = inputs
-    with mock.patch("analysis.load._THREADED_RUNTIMES", ("analysis.load",)):  # as if JAX were loaded
+    with mock.patch("analysis.load.THREADED_RUNTIMES", ("analysis.load",)):  # as if JAX were loaded
         context = pool_context()
         assert context is not None and context.get_start_method() == "forkserver"
         served = write_figures(frame, fits, table, tmp_path / "served", ("png",), workers=2)
@@ -215,7 +271,7 @@ from pathlib import Path
 from unittest import mock
 from analysis.compare import figure_table
 from analysis.figures import write_figures
-from analysis.fits import fit_all
+from analysis.fits import fit_all, with_predictions
 from analysis.load import load_runs
 from analysis.runs import select_runs
 from analysis.signals import WorkerLost
@@ -238,9 +294,42 @@ sys.exit("no WorkerLost: the killed worker went unnoticed")
 """
 
 
-def test_a_drawing_worker_killed_is_one_line_not_a_hang(fleet: Path, tmp_path: Path) -> None:
+#: A worker killed while it makes the report's predictions (``start_figures``' ``beside``): the command's
+#: ``beside_result`` says so in one line.
+_KILLED_PREDICTING = """
+import os, signal, sys
+from pathlib import Path
+from unittest import mock
+from analysis.figures import PREDICTION_FIGURES, start_figures
+from analysis.fits import fit_all, with_predictions
+from analysis.load import load_runs
+from analysis.runs import select_runs
+from analysis.signals import WorkerLost
+
+fleet, out = sys.argv[1:]
+frame = select_runs(load_runs([fleet], samples=False), include_quick=True).result.frame
+fitted = fit_all(frame, predictions=False)
+
+def killed(*_):
+    os.kill(os.getpid(), signal.SIGKILL)
+
+with mock.patch("analysis.fits._predicted", killed):
+    beside = (with_predictions, (frame, fitted))
+    later = PREDICTION_FIGURES
+    with start_figures(frame, fitted, Path(out), ("png",), workers=2, later=later, beside=beside) as drawing:
+        try:
+            drawing.beside_result()
+        except WorkerLost as lost:
+            print(lost)
+            sys.exit(0)
+sys.exit("no WorkerLost: the killed worker went unnoticed")
+"""
+
+
+@pytest.mark.parametrize("program", [_KILLED_WORKER, _KILLED_PREDICTING], ids=["drawing", "predicting"])
+def test_a_drawing_worker_killed_is_one_line_not_a_hang(fleet: Path, tmp_path: Path, program: str) -> None:
     done = subprocess.run(
-        [sys.executable, "-c", _KILLED_WORKER, str(fleet), str(tmp_path)],
+        [sys.executable, "-c", program, str(fleet), str(tmp_path)],
         capture_output=True,
         text=True,
         timeout=120,

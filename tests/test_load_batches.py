@@ -82,6 +82,55 @@ def test_samples_of_the_picked_cases_only(many_runs: Path) -> None:
     assert sampled > 100
 
 
+@pytest.mark.parametrize("samples", [False, uses_samples], ids=["none", "picked"])
+def test_samples_cut_out_before_parsing_or_dropped_after_give_the_same_rows(
+    many_runs: Path, samples: load.Samples, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Raw samples a load does not ask for are cut out of a file's text before it is parsed where its lists
+    are long (``_CUT_MIN_BYTES`` a list), else dropped once it is parsed whole: the same rows either way."""
+    files = sorted(many_runs.glob("*.json"))
+
+    def rows() -> list[dict[str, object]]:
+        return [row for path in files for row in load._read_file(path, samples)[0]]
+
+    cut_out = []
+    without_samples = load._without_samples
+    monkeypatch.setattr(load, "_without_samples", lambda raw: cut_out.append(raw) or without_samples(raw))
+    monkeypatch.setattr(load, "_CUT_MIN_BYTES", 2**40)
+    dropped = rows()
+    assert cut_out == []
+    monkeypatch.setattr(load, "_CUT_MIN_BYTES", 0)
+    cut = rows()
+    assert len(cut_out) == sum(load._SAMPLES_KEY in path.read_bytes() for path in files) > 0
+    assert len(cut) == len(dropped)
+    for one, other in zip(cut, dropped, strict=True):
+        assert one.keys() == other.keys()
+        assert all(_same(one[key], other[key]) for key in one), one["fullname"]
+    if samples is False:
+        assert all(row["data"] is None for row in cut)
+
+
+def test_a_quick_run_of_today_is_parsed_whole_and_a_run_of_long_sample_lists_is_cut(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where cutting raw samples out pays (``_CUT_MIN_BYTES``): not for today's quick run (67 short lists),
+    yes for a run whose lists hold thousands of samples each."""
+    cut_out: list[bytes] = []
+    without_samples = load._without_samples
+    monkeypatch.setattr(load, "_without_samples", lambda raw: cut_out.append(raw) or without_samples(raw))
+    quick = DATA / "sentinel-epyc" / "quiet-quick-01.json"
+    assert load._parsed(quick, uses_samples) == json.loads(quick.read_bytes())  # every list wanted
+    assert cut_out == []
+    doc = json.loads(quick.read_bytes())
+    for bench in doc["benchmarks"]:
+        bench["stats"]["data"] = [1e-3] * 20_000
+    raw = json.dumps(doc).encode()
+    assert load._SAMPLES_KEY in raw
+    parsed = load._parsed(_written(tmp_path / "long.json", raw), samples=False)
+    assert cut_out == [raw]
+    assert all(bench["stats"]["data"] is None for bench in parsed["benchmarks"])
+
+
 def test_orjson_and_json_read_a_run_alike() -> None:
     raw = RUNS[0].read_bytes()
     assert load._parsed(RUNS[0], samples=True) == json.loads(raw)

@@ -160,6 +160,19 @@ def test_dictionaries_and_arrays_hash_by_value() -> None:
     assert (column_hashes(column) != column_hashes(other)).tolist() == [True, False, False]
 
 
+def test_raw_samples_hash_by_value_place_and_length() -> None:
+    """A column of raw samples (float64 arrays or None) is hashed at numpy's speed (``_samples_hashes``):
+    equal arrays alike, and apart for a swapped pair, a sign of zero, a sample more or less, or None."""
+    rows = [[0.0, 1.5], [1.5, 0.0], [-0.0, 1.5], [0.0, 1.5, 0.0], [0.0], [], None, [0.0, 1.5]]
+    column = pd.Series([None if row is None else np.array(row) for row in rows], dtype=object)
+    hashes = column_hashes(column).tolist()
+    assert hashes[0] == hashes[-1]
+    assert len(set(hashes)) == len(rows) - 1
+    assert hashes[rows.index(None)] == 0
+    mixed = pd.Series([np.array([0.0, 1.5]), (0.0, 1.5)], dtype=object)  # not all arrays: value by value
+    assert column_hashes(mixed)[0] != column_hashes(mixed)[1]
+
+
 @pytest.mark.parametrize(
     ("one", "other"),
     [

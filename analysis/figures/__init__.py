@@ -23,7 +23,7 @@ import contextlib
 import gc
 import importlib
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from multiprocessing.process import BaseProcess
@@ -95,6 +95,9 @@ def build_figures(frame: pd.DataFrame, fits: Fits, table: pd.DataFrame) -> dict[
 #: The figures drawn from the comparison table: ``start_figures`` draws every other one while the command
 #: computes the table.
 TABLE_FIGURES = ("machines",)
+#: The figures drawn from the predictions made with the fitted laws (``analysis.fits.with_predictions``): a
+#: report starts the others once the laws are fitted, and adds these (``Drawing.add``) once predicted.
+PREDICTION_FIGURES = ("many_vs_one", "knee", "decode_step", "decode_bands")
 
 
 def write_figures(
@@ -112,6 +115,11 @@ def write_figures(
         return drawing.finish(table)
 
 
+#: Work of the command's own that the drawing workers take while they draw (``start_figures``' ``beside``):
+#: a module-level function and its arguments.
+Call = tuple[Callable[..., object], tuple[object, ...]]
+
+
 def start_figures(
     frame: pd.DataFrame,
     fits: Fits,
@@ -119,17 +127,23 @@ def start_figures(
     formats: Sequence[str] = FORMATS,
     workers: int | None = None,
     memo: Memo | None = None,
+    later: Sequence[str] = (),
+    beside: Call | None = None,
 ) -> Drawing:
     """Start drawing, into ``out_dir/FIGURES_DIR``, every figure of ``build_figures`` but those of the
-    comparison table (``TABLE_FIGURES``), in every one of ``formats``: side by side in ``workers``
+    comparison table (``TABLE_FIGURES``) and those of ``later`` (added with ``Drawing.add`` once ``fits``
+    holds what they show), in every one of ``formats``: side by side in ``workers``
     processes (default: one per CPU this process may run on, ``drawing_workers``), which draw while the
     command goes on (a report computes its table meanwhile: the figures cost it no wall time where a CPU is
     free); ``Drawing.finish`` adds the table's figures and waits. Each figure depends on its own data
     alone, so the files are those drawn one after another here (``workers=1``), byte for byte. With
     ``memo``, a figure drawn before from the same data (``analysis.memo``: its arguments' rows, the
-    formats, the code) is written from the bytes kept, and only the others are drawn. Use it as a context
+    formats, the code) is written from the bytes kept, and only the others are drawn. ``beside``: a call
+    whose result the command needs later (``Drawing.beside_result``), made by a forked worker before it
+    draws, which inherits its arguments (a report's predictions: the worker is otherwise idle while the
+    table is computed); made here, when asked for, where no worker is forked. Use it as a context
     manager: leaving it ends the workers, whatever happened meanwhile."""
-    return Drawing(frame, fits, out_dir / FIGURES_DIR, tuple(formats), workers, memo)
+    return Drawing(frame, fits, out_dir / FIGURES_DIR, tuple(formats), workers, memo, tuple(later), beside)
 
 
 class Drawing:
@@ -143,6 +157,8 @@ class Drawing:
         formats: tuple[str, ...],
         workers: int | None,
         memo: Memo | None,
+        later: tuple[str, ...] = (),
+        beside: Call | None = None,
     ) -> None:
         self.folder = folder
         self.formats = formats
@@ -152,14 +168,16 @@ class Drawing:
         self.written: dict[str, list[Path]] = {}
         self.jobs = figure_jobs(frame, fits, pd.DataFrame())  # the table's figures: ``finish``
         self._settings = _matplotlib_settings() if memo is not None else ()
-        early = {stem: job for stem, job in self.jobs.items() if stem not in TABLE_FIGURES}
+        waiting = (*later, *TABLE_FIGURES)
+        early = {stem: job for stem, job in self.jobs.items() if stem not in waiting}
         todo = self._not_kept(early)
-        count = drawing_workers(len(todo) + len(TABLE_FIGURES)) if workers is None else workers
-        self._workers = max(1, min(count, len(todo) + len(TABLE_FIGURES)))
+        count = drawing_workers(len(todo) + len(waiting)) if workers is None else workers
+        self._workers = max(1, min(count, len(todo) + len(waiting)))
         self._pool: ProcessPoolExecutor | None = None
         self._started: list[BaseProcess] = []
         self._pending: dict[str, Future] = {}
         self._forked = False
+        self._beside, self._beside_future = beside, None
         self._import(todo)
         if self._workers < 2:
             self._drawn = {stem: _draw(stem, job, folder, formats) for stem, job in todo.items()}
@@ -173,25 +191,38 @@ class Drawing:
     def __exit__(self, *exc: object) -> None:
         self._stop()
 
+    def beside_result(self) -> object:
+        """The result of ``start_figures``' ``beside`` call: the worker's (``WorkerLost`` where it was
+        lost), or made here now where none took it."""
+        if self._beside is None:
+            raise ValueError("no call was given to make beside the drawing")
+        if self._beside_future is None:
+            function, args = self._beside
+            return function(*args)
+        try:
+            await_workers(self._pool, [self._beside_future])
+            return self._beside_future.result()
+        except (BrokenProcessPool, WorkerLost) as exc:
+            self._stop()
+            raise WorkerLost(_lost_line(self._started)) from exc
+
+    def add(self, stems: Sequence[str], fits: Fits) -> None:
+        """Start drawing ``stems`` too (left for later by ``start_figures``), from ``fits``, which now holds
+        what they show (``analysis.fits.with_predictions`` of the fits the drawing started with)."""
+        self._fits = fits
+        self.jobs = figure_jobs(self._frame, fits, pd.DataFrame())
+        self._submit({stem: self.jobs[stem] for stem in stems})
+
     def finish(self, table: pd.DataFrame) -> list[Path]:
         """Draw the table's figures (``TABLE_FIGURES``) of ``table`` (``analysis.compare.figure_table`` of the
-        same frame), wait for every figure, keep the ones drawn (``memo``); the paths written, in reading
-        order."""
+        same frame) here, as the command would only wait for the workers meanwhile; wait for every figure,
+        keep the ones drawn (``memo``); the paths written, in reading order."""
         self.jobs = figure_jobs(self._frame, self._fits, table)
-        late = {stem: self.jobs[stem] for stem in TABLE_FIGURES}
-        todo = self._not_kept(late)
+        todo = self._not_kept({stem: self.jobs[stem] for stem in TABLE_FIGURES})
         self._import(todo)
+        self._drawn.update((stem, _draw(stem, job, self.folder, self.formats)) for stem, job in todo.items())
         try:
-            if self._pool is None:
-                self._drawn.update(
-                    (stem, _draw(stem, job, self.folder, self.formats)) for stem, job in todo.items()
-                )
-            else:
-                # The workers were started before the table existed: it is sent to them.
-                self._pending.update(
-                    (stem, self._pool.submit(_draw, stem, job, self.folder, self.formats))
-                    for stem, job in todo.items()
-                )
+            if self._pool is not None:
                 await_workers(self._pool, list(self._pending.values()))
                 self._drawn.update((stem, future.result()) for stem, future in self._pending.items())
         except (
@@ -206,6 +237,26 @@ class Drawing:
                 self.memo.put(self.keys[stem], [(path.name, path.read_bytes()) for path in paths])
         self.written.update(self._drawn)
         return [path for stem in self.jobs for path in self.written[stem]]
+
+    def _submit(self, jobs: dict[str, Job]) -> None:
+        """Draw those of ``jobs`` that ``memo`` does not keep: here where there is no pool, else by its
+        workers, which are sent the jobs' data (they started before it existed); a worker lost meanwhile is
+        ``WorkerLost``, the pool ended."""
+        todo = self._not_kept(jobs)
+        self._import(todo)
+        if self._pool is None:
+            self._drawn.update(
+                (stem, _draw(stem, job, self.folder, self.formats)) for stem, job in todo.items()
+            )
+            return
+        try:
+            self._pending.update(
+                (stem, self._pool.submit(_draw, stem, job, self.folder, self.formats))
+                for stem, job in todo.items()
+            )
+        except BrokenProcessPool as exc:
+            self._stop()
+            raise WorkerLost(_lost_line(self._started)) from exc
 
     def _not_kept(self, jobs: dict[str, Job]) -> dict[str, Job]:
         """The ``jobs`` whose files ``memo`` does not keep; the kept ones are written from its bytes."""
@@ -235,8 +286,10 @@ class Drawing:
         collector from writing into every object); a worker from a fork server is sent the job's own data."""
         context = pool_context()
         self._forked = context is None
+        beside = self._forked and self._beside is not None  # a fork server's worker would be sent its data
         if self._forked:
             _INHERITED.update(jobs)
+            _BESIDE[:] = [self._beside] if beside else []
             gc.freeze()
         calls = [
             (_draw_inherited, (stem, self.folder, self.formats))
@@ -244,12 +297,16 @@ class Drawing:
             else (_draw, (stem, job, self.folder, self.formats))
             for stem, job in jobs.items()
         ]
-        try:
-            self._pool, futures = start_workers(self._workers, context, calls)
+        try:  # the call beside first: a worker takes it at once
+            self._pool, futures = start_workers(
+                self._workers, context, ([(_beside_inherited, ())] if beside else []) + calls
+            )
         except BaseException:
             self._stop()
             raise
         self._started = worker_processes(self._pool)  # kept: a broken pool forgets its processes
+        if beside:
+            self._beside_future = futures.pop(0)
         self._pending = dict(zip(jobs, futures, strict=True))
 
     def _stop(self) -> None:
@@ -259,6 +316,7 @@ class Drawing:
             self._pool = None
         if self._forked:
             _INHERITED.clear()
+            _BESIDE.clear()
             gc.unfreeze()
             self._forked = False
 
@@ -318,6 +376,14 @@ def _draw(stem: str, job: Job, folder: Path, formats: Sequence[str]) -> list[Pat
 
 #: The jobs of the ``write_figures`` call under way, read by forked workers (inherited, never sent).
 _INHERITED: dict[str, Job] = {}
+#: The call beside the drawing under way (``start_figures``' ``beside``), inherited as the jobs are.
+_BESIDE: list[Call] = []
+
+
+def _beside_inherited() -> object:
+    """``start_figures``' ``beside`` call, made in a forked worker, of the call it inherited."""
+    function, args = _BESIDE[0]
+    return function(*args)
 
 
 def _draw_inherited(stem: str, folder: Path, formats: Sequence[str]) -> list[Path]:
