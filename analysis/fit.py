@@ -223,12 +223,7 @@ def fit_fixed_overhead(
     t0_ci = _percentile_interval(t0_b, level)
     slope_ci = _percentile_interval(slope_b, level)
     inside = (t0_b >= 0) & (slope_b > 0)
-    n_half_b = np.array(
-        [
-            half_performance_length(t0, 1 / slope)
-            for t0, slope in zip(t0_b[inside], slope_b[inside], strict=True)
-        ]
-    )
+    n_half_b = _half_performance_lengths(t0_b[inside], slope_b[inside])
     r_inf_per_s = 1 / s_per_element
     return OverheadFit(
         t0_s=float(t0_s),
@@ -304,6 +299,16 @@ def _check_level(level: float) -> None:
         raise ValueError(f"level must be a fraction in (0, 1), got {level!r}")
 
 
+def _half_performance_lengths(t0_s: np.ndarray, s_per_element: np.ndarray) -> np.ndarray:
+    """``model.laws.half_performance_length`` of each replicate (t0, s per element), t0 · (1 / s), the same
+    numbers computed as one array (a fleet's fits draw 10⁴-10⁵ replicates); one by one where a value is
+    not finite, so that the law's own check says what is wrong."""
+    r_inf_per_s = 1 / s_per_element
+    if np.isfinite(t0_s).all() and np.isfinite(r_inf_per_s).all():
+        return t0_s * r_inf_per_s
+    return np.array([half_performance_length(t0, r) for t0, r in zip(t0_s, r_inf_per_s, strict=True)])
+
+
 def _points(
     n: npt.ArrayLike, t: npt.ArrayLike, samples: Sequence[npt.ArrayLike] | None
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -321,10 +326,14 @@ def _points(
             raise ValueError(
                 f"samples must hold one array per point; got {len(samples)} for {sizes.size} points"
             )
-        for index, point_samples in enumerate(samples):
-            values = np.asarray(point_samples, dtype=float)
-            if values.ndim != 1 or values.size == 0 or not np.all(np.isfinite(values)):
-                raise ValueError(f"samples[{index}] must be a non-empty 1-D array of finite seconds")
+        arrays = [np.asarray(point_samples, dtype=float) for point_samples in samples]
+        if (
+            not all(values.ndim == 1 and values.size for values in arrays)
+            or not np.isfinite(np.concatenate(arrays)).all()
+        ):  # the points' samples checked at once (a fleet's fit has 10⁴ points); the first wrong named
+            for index, values in enumerate(arrays):
+                if values.ndim != 1 or values.size == 0 or not np.all(np.isfinite(values)):
+                    raise ValueError(f"samples[{index}] must be a non-empty 1-D array of finite seconds")
     return sizes, seconds
 
 
