@@ -586,12 +586,12 @@ def _write_report(
     # Worker processes draw the figures of the fitted laws while the table is computed here, and make the
     # predictions (unless kept, ``analysis.memo``) before they draw; then they draw the predictions'
     # figures while this process draws the table's.
-    kept = memo is not None and memo.get(predictions_key(memo, frame, fitted))[0]
+    kept, predicted = memo.get(predictions_key(memo, frame, fitted)) if memo is not None else (False, None)
     beside = None if kept else (with_predictions, (frame, fitted, memo))
     later = PREDICTION_FIGURES
     with start_figures(frame, fitted, out_dir, formats, memo=memo, later=later, beside=beside) as drawing:
         table = compared_table(frame, fitted, groups.baseline.label, memo)
-        fits = with_predictions(frame, fitted, memo) if beside is None else drawing.beside_result()
+        fits = predicted if kept else drawing.beside_result()
         drawing.add(later, fits)
         figure_paths = drawing.finish(table)
     figures: dict[str, list[str]] = {}
