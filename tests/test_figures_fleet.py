@@ -219,6 +219,14 @@ def test_figures_started_stage_by_stage_are_the_files_drawn_one_after_another(
     assert not multiprocessing.active_children()
 
 
+def test_a_figure_left_for_later_and_never_added_is_an_error(inputs, tmp_path: Path) -> None:
+    frame, fits, table = inputs
+    with start_figures(frame, fits, tmp_path, ("png",), workers=1, later=PREDICTION_FIGURES) as drawing:
+        drawing.add(PREDICTION_FIGURES[:1], fits)
+        with pytest.raises(ValueError, match="never added: decode_bands, decode_step, knee"):
+            drawing.finish(table)
+
+
 def test_the_predictions_are_made_by_the_command_where_no_worker_is_forked(
     inputs, serial: list[Path], tmp_path: Path
 ) -> None:

@@ -178,6 +178,7 @@ class Drawing:
         self._pending: dict[str, Future] = {}
         self._forked = False
         self._beside, self._beside_future = beside, None
+        self._later = set(later)  # the stems ``add`` has yet to start
         self._import(todo)
         if self._workers < 2:
             self._drawn = {stem: _draw(stem, job, folder, formats) for stem, job in todo.items()}
@@ -211,12 +212,16 @@ class Drawing:
         what they show (``analysis.fits.with_predictions`` of the fits the drawing started with)."""
         self._fits = fits
         self.jobs = figure_jobs(self._frame, fits, pd.DataFrame())
+        self._later.difference_update(stems)
         self._submit({stem: self.jobs[stem] for stem in stems})
 
     def finish(self, table: pd.DataFrame) -> list[Path]:
         """Draw the table's figures (``TABLE_FIGURES``) of ``table`` (``analysis.compare.figure_table`` of the
         same frame) here, as the command would only wait for the workers meanwhile; wait for every figure,
-        keep the ones drawn (``memo``); the paths written, in reading order."""
+        keep the ones drawn (``memo``); the paths written, in reading order. ``ValueError`` where a figure
+        left for later (``start_figures``' ``later``) was never added."""
+        if self._later:
+            raise ValueError(f"figures left for later were never added: {', '.join(sorted(self._later))}")
         self.jobs = figure_jobs(self._frame, self._fits, table)
         todo = self._not_kept({stem: self.jobs[stem] for stem in TABLE_FIGURES})
         self._import(todo)
