@@ -211,7 +211,7 @@ def test_figures_started_stage_by_stage_are_the_files_drawn_one_after_another(
     files drawn one after another, in reading order, and the predictions ``fit_all``'s."""
     frame, fits, _ = inputs
     files, made, by_worker = _report_order(frame, tmp_path / "staged", ("png", "svg"), workers=2)
-    assert by_worker
+    assert by_worker == (pool_context() is None)  # forked workers (JAX, loaded by other tests, forbids them)
     assert [path.name for path in serial] == [path.name for path in files]
     assert _digests(serial) == _digests(files)
     for name in ("host", "many_vs_one", "launch", "spin", "decode_demo", "decode_steps", "calls"):
