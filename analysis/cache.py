@@ -288,7 +288,7 @@ class RunCache:
         """``store``, behind the command's work, which goes on meanwhile: in a child process forked for it
         where this process may fork (``may_fork``), else in a thread. Encoding the rows is Python, so a
         thread held the GIL the command needed: filling the cache cost a first ``compare`` of 1,000 quick
-        runs +8 – +17 % (median +11 %, six rounds); a child, which inherits the columns without a copy and
+        runs +1 – +17 % (median +11 %, six rounds); a child, which inherits the columns without a copy and
         runs on a CPU the command leaves idle, −8 – +14 % (median −3 %, the VM's noise; docs/speed.md).
         ``wait_for_stores`` waits for either (a later ``lookup`` in this process does, and so does the
         command line before it exits)."""
