@@ -179,11 +179,11 @@ class Drawing:
         self._forked = False
         self._beside, self._beside_future = beside, None
         self._later = set(later)  # the stems ``add`` has yet to start
-        self._import(todo)
+        self._drawn: dict[str, list[Path]] = {}
         if self._workers < 2:
-            self._drawn = {stem: _draw(stem, job, folder, formats) for stem, job in todo.items()}
+            self._draw_here(todo)
         else:
-            self._drawn = {}
+            self._import(todo)
             self._start(todo)
 
     def __enter__(self) -> Drawing:
@@ -223,9 +223,7 @@ class Drawing:
         if self._later:
             raise ValueError(f"figures left for later were never added: {', '.join(sorted(self._later))}")
         self.jobs = figure_jobs(self._frame, self._fits, table)
-        todo = self._not_kept({stem: self.jobs[stem] for stem in TABLE_FIGURES})
-        self._import(todo)
-        self._drawn.update((stem, _draw(stem, job, self.folder, self.formats)) for stem, job in todo.items())
+        self._draw_here(self._not_kept({stem: self.jobs[stem] for stem in TABLE_FIGURES}))
         try:
             if self._pool is not None:
                 await_workers(self._pool, list(self._pending.values()))
@@ -248,12 +246,10 @@ class Drawing:
         workers, which are sent the jobs' data (they started before it existed); a worker lost meanwhile is
         ``WorkerLost``, the pool ended."""
         todo = self._not_kept(jobs)
-        self._import(todo)
         if self._pool is None:
-            self._drawn.update(
-                (stem, _draw(stem, job, self.folder, self.formats)) for stem, job in todo.items()
-            )
+            self._draw_here(todo)
             return
+        self._import(todo)
         try:
             self._pending.update(
                 (stem, self._pool.submit(_draw, stem, job, self.folder, self.formats))
@@ -262,6 +258,10 @@ class Drawing:
         except BrokenProcessPool as exc:
             self._stop()
             raise WorkerLost(_lost_line(self._started)) from exc
+
+    def _draw_here(self, jobs: dict[str, Job]) -> None:
+        """Draw ``jobs`` in this process, one after another."""
+        self._drawn.update((stem, _draw(stem, job, self.folder, self.formats)) for stem, job in jobs.items())
 
     def _not_kept(self, jobs: dict[str, Job]) -> dict[str, Job]:
         """The ``jobs`` whose files ``memo`` does not keep; the kept ones are written from its bytes."""
