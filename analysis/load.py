@@ -246,7 +246,8 @@ def load_doc(doc: Mapping, source: str) -> LoadResult:
     when not saved). Benchmarks of other suites are left out; a run with none of ours gives an empty frame.
     ``doc`` is not changed.
     """
-    rows, run, problems = _loaded(check_run(doc, source), source)
+    shared, rows, run, problems = _loaded(check_run(doc, source), source)
+    rows = joined_rows(shared, rows)
     runs = pd.DataFrame([run] if rows else [], columns=list(RUN_INFO_COLUMNS))
     return LoadResult(
         frame=_frame(rows), problems=tuple(problems), files_used=(Path(source),) if rows else (), runs=runs
@@ -622,7 +623,15 @@ def _walk(
         stack.extend(reversed([path for path in inner if not os.path.islink(path)]))  # noqa: PTH114
 
 
-FileResult = tuple[list[dict[str, object]], dict[str, object] | None, list[str]]
+#: What one file gave: the columns its rows share (the run's: ``_shared_columns``), each row's own columns,
+#: the run info (None for a file without rows) and the problem lines.
+FileResult = tuple[dict[str, object], list[dict[str, object]], dict[str, object] | None, list[str]]
+
+
+def joined_rows(shared: Mapping[str, object], rows: list[dict[str, object]]) -> list[dict[str, object]]:
+    """One dict per row of a file (``FileResult``): the shared columns first, then the row's own (no key is
+    in both: an ``extra_info`` key may not name a run's column, ``_RESERVED_COLUMNS``)."""
+    return [{**shared, **row} for row in rows]
 
 
 @dataclass(frozen=True)
@@ -648,15 +657,21 @@ def _read_batch(paths: list[Path], samples: Samples, facts: Sequence[str]) -> _B
     count = 0
     batch = _Batch(columns={}, runs=[], problems=[], used=[])
     for path in paths:
-        rows, run, problems = _read_file(path, samples, facts)
+        shared, rows, run, problems = _read_file(path, samples, facts)
         batch.problems.extend(problems)
-        keys = tuple(dict.fromkeys(itertools.chain.from_iterable(rows)))  # in order of first appearance
+        keys = tuple(dict.fromkeys(itertools.chain(shared, *rows)))  # in order of first appearance
         batch.files.append((len(rows), problems, keys))
         if not rows:
             continue
         for key in keys:
             if key not in values:
                 values[key] = [math.nan] * count
+            if key in shared:  # the run's value, the same in each row
+                value = shared[key]
+                values[key].extend(
+                    [texts.setdefault(value, value) if isinstance(value, str) else value] * len(rows)
+                )
+                continue
             column = [row.get(key, math.nan) for row in rows]
             if any(issubclass(kind, str) for kind in set(map(type, column))):
                 column = [texts.setdefault(v, v) if isinstance(v, str) else v for v in column]
@@ -921,26 +936,26 @@ def _worker_start(command_pid: int) -> None:
 
 
 def _read_file(path: Path, samples: Samples, facts: Sequence[str] = ()) -> FileResult:
-    """Return (launchbench rows, run info, problem lines) of one file; no rows when it is unusable. Memory
+    """Return the ``FileResult`` of one file's launchbench rows; no rows when it is unusable. Memory
     or recursion exhausted by an absurd file (10⁵ nested lists, a gigabyte of numbers) skip that file only.
     ``facts``: as ``load_runs``'."""
     name = printable(path)
     try:
         parsed = _parsed(path, samples)
         if isinstance(parsed, str):
-            return [], None, [f"{name}: {parsed}"]
-        rows, run, problems = _loaded(check_run(parsed, name), name)  # the name as lines show it
+            return {}, [], None, [f"{name}: {parsed}"]
+        shared, rows, run, problems = _loaded(check_run(parsed, name), name)  # the name as lines show it
     except RecursionError:
-        return [], None, [f"{name}: nested too deeply to be a saved run (RecursionError)"]
+        return {}, [], None, [f"{name}: nested too deeply to be a saved run (RecursionError)"]
     except MemoryError:
-        return [], None, [f"{name}: too large to load in the memory available (MemoryError)"]
+        return {}, [], None, [f"{name}: too large to load in the memory available (MemoryError)"]
     if run is not None:
         settings = {printable(name): printable(text) for name, text in run_settings(parsed).items()}
         run["settings"] = json.dumps(settings, sort_keys=True, ensure_ascii=False)
         for fact in facts:
             text = fact_text(parsed, fact)
             run[fact_column(fact)] = None if text is None else printable(text)
-    return rows, run, problems
+    return shared, rows, run, problems
 
 
 def read_run(path: Path, samples: Samples) -> dict | str:
@@ -978,10 +993,9 @@ def _parsed(path: Path, samples: Samples) -> object:
     raw = _read_regular(path)
     if isinstance(raw, str):
         return raw
-    if not raw.strip():
+    if not raw or raw.isspace():  # not ``strip``, which copies the file's bytes
         return "file is empty"
-    lists = 0 if samples is True else raw.count(_SAMPLES_KEY)
-    whole = not lists or len(raw) < _CUT_MIN_BYTES * lists
+    whole = samples is True or _parse_whole(raw)
     cut, spans = (raw, []) if whole else _without_samples(raw)
     try:
         doc = orjson.loads(cut)
@@ -1006,6 +1020,19 @@ _SAMPLES_KEY = b'"data": ['
 #: short ones (a quick run: 67 lists in 160 kB, 2.4 ms a file cut against 1.5 ms parsed whole, with every
 #: list wanted); a run of 10⁵ samples a case is cut, and its unwanted samples never become Python floats.
 _CUT_MIN_BYTES = 64 * 1024
+
+
+def _parse_whole(raw: bytes) -> bool:
+    """Whether ``raw`` is parsed whole rather than with its sample lists (``_SAMPLES_KEY``) cut out: it holds
+    none, or less than ``_CUT_MIN_BYTES`` a list. The lists are found one by one, not counted: a quick run's
+    first lists lie at its start, and counting them all scanned its 160 kB, a tenth of the time of parsing
+    it."""
+    found, start = 0, -1
+    while (start := raw.find(_SAMPLES_KEY, start + 1)) >= 0:
+        found += 1
+        if len(raw) < _CUT_MIN_BYTES * found:
+            return True
+    return found == 0
 
 
 def _drop_samples(doc: object, samples: Samples) -> None:
@@ -1151,11 +1178,12 @@ def _cut_index(value: object, count: int, done: set[int]) -> int | None:
 
 
 def _loaded(checked: CheckedRun, source: str) -> FileResult:
-    """(rows, run info, problem lines) of one checked run."""
+    """The ``FileResult`` of one checked run."""
     if checked.run is None:
-        return [], None, list(checked.problems)
-    rows = _rows(checked, source)
-    return rows, _run_info(checked, rows, source), list(checked.problems)
+        return {}, [], None, list(checked.problems)
+    shared = _shared_columns(checked, source)
+    rows = _rows(checked)
+    return shared, rows, _run_info(checked, rows, source), list(checked.problems)
 
 
 def _mapping(value: object) -> Mapping:
@@ -1285,24 +1313,29 @@ _RESERVED_COLUMNS = frozenset(BASE_COLUMNS) | {
 }
 
 
-def _rows(checked: CheckedRun, source: str) -> list[dict[str, object]]:
-    """One dict per checked launchbench case: run columns, ``extra_info``, stats, raw data; a warm-up's
-    rounds left out of the stats and data (``analysis.steady.steady_rounds``; the run's digest is of the
-    saved stats)."""
+def _shared_columns(checked: CheckedRun, source: str) -> dict[str, object]:
+    """The columns of a checked run's rows that come from the run, one value for all its rows (a worker
+    sends them once a file: ``_read_batch``)."""
     run = checked.run
     identity = machine_identity(run["machine_info"])
     for key in ("logical_cpus", "stored_machine_id"):  # run facts: in ``LoadResult.runs``
         identity.pop(key)
-    columns = {
+    return {
         "source": source,
         "run_datetime": run["datetime"],  # text here; parsed for all rows at once in ``_frame``
         **identity,
         "commit": run["commit"],
         "pb_version": run["version"],
     }
+
+
+def _rows(checked: CheckedRun) -> list[dict[str, object]]:
+    """One dict per checked launchbench case, the columns of its own (``_shared_columns`` the run's):
+    ``extra_info``, stats, raw data; a warm-up's rounds left out of the stats and data
+    (``analysis.steady.steady_rounds``; the run's digest is of the saved stats)."""
     rows = []
     for case in checked.cases:
-        row = {**columns, "name": case["name"], "fullname": case["fullname"], "group": case["group"]}
+        row = {"name": case["name"], "fullname": case["fullname"], "group": case["group"]}
         row.update((key, value) for key, value in case["extra_info"].items() if key not in _RESERVED_COLUMNS)
         stats = case["stats"]
         row.update({column: stats.get(column) for column in STAT_COLUMNS})

@@ -57,7 +57,7 @@ def many_runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.mark.parametrize("samples", [True, False])
 def test_batched_frame_equals_the_frame_of_one_dict_per_row(many_runs: Path, samples: bool) -> None:
     files = sorted(many_runs.glob("*.json"))
-    rows = [row for path in files for row in load._read_file(path, samples)[0]]
+    rows = [row for path in files for row in load.joined_rows(*load._read_file(path, samples)[:2])]
     expected = load._frame(rows)
     frame = load_runs([many_runs], samples=samples).frame
     assert list(frame.columns) == list(expected.columns)
@@ -91,7 +91,7 @@ def test_samples_cut_out_before_parsing_or_dropped_after_give_the_same_rows(
     files = sorted(many_runs.glob("*.json"))
 
     def rows() -> list[dict[str, object]]:
-        return [row for path in files for row in load._read_file(path, samples)[0]]
+        return [row for path in files for row in load.joined_rows(*load._read_file(path, samples)[:2])]
 
     cut_out = []
     without_samples = load._without_samples
