@@ -263,7 +263,10 @@ def _renamed(
         return runs, frame
 
     def ids(table: pd.DataFrame) -> list[str]:
-        return [renamed.get(s, m) for s, m in zip(table["source"], table["machine_id"], strict=True)]
+        # As object arrays first: iterating a text column's Series element by element took 50 ms a frame of
+        # 67,000 rows (a fleet's report renames every row once).
+        sources, machines = (table[key].to_numpy(dtype=object) for key in ("source", "machine_id"))
+        return [renamed.get(s, m) for s, m in zip(sources, machines, strict=True)]
 
     return runs.assign(machine_id=ids(runs)), frame.assign(machine_id=ids(frame))
 
