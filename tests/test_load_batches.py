@@ -184,3 +184,23 @@ def test_a_worker_lost_is_named_with_its_signal_once_the_pool_has_broken() -> No
         with pytest.raises(load.WorkerLost) as lost:
             load.map_batches(_killed_by_sigkill, files)
         assert "ended by SIGKILL" in str(lost.value)
+
+
+def test_a_batch_travels_with_its_raw_samples_joined_and_arrives_as_it_left() -> None:
+    """A worker's batch is pickled with its raw samples as one array (``_JoinedSamples``) and unpickled into
+    the column it was: arrays (empty ones too) of the same values and dtype, None and NaN in their rows; a
+    column holding anything else travels as it is."""
+    import pickle
+
+    rows = [np.array([1e-6, 2e-6]), None, math.nan, np.zeros(0), np.array([3e-6])]
+    batch = load._Batch(columns={"data": rows, "n": np.arange(5)}, runs=[], problems=[], used=[])
+    state = batch.__getstate__()
+    assert isinstance(state["columns"]["data"], load._JoinedSamples)
+    back = pickle.loads(pickle.dumps(batch))
+    assert np.array_equal(back.columns["n"], np.arange(5))
+    assert [_same(x, y) for x, y in zip(back.columns["data"], rows, strict=True)] == [True] * 5
+    assert all(x.dtype == np.float64 for x in back.columns["data"] if isinstance(x, np.ndarray))
+    odd = [np.arange(3), None]  # int64 samples: not joined
+    assert load._joined_samples(odd) is None
+    kept = pickle.loads(pickle.dumps(load._Batch(columns={"data": odd}, runs=[], problems=[], used=[])))
+    assert kept.columns["data"][1] is None and kept.columns["data"][0].dtype == np.int64
