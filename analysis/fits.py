@@ -6,24 +6,29 @@ fitted twice could disagree with the table beside them. ``fit_all`` is the only 
 fitting functions outside their own modules.
 
 Each machine (or compared group) is fitted on its own rows with its own seeded generator, so the machines
-are fitted side by side in threads, one per usable CPU: the bootstrap's array work and random draws run
-outside Python's global interpreter lock, and the results are those of fitting them one after another.
+are fitted side by side, one worker per usable CPU, and the results are those of fitting them one after
+another: in forked processes, which inherit the frame (``_fit_inherited``), where the command may fork; else
+in threads (the bootstrap's array work and random draws run outside Python's global interpreter lock, but
+pandas' selections do not: threads kept a second CPU a third busy).
 """
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 
+import numpy as np
 import pandas as pd
 
 from analysis.decode import decode_table
 from analysis.frameworks import CALL_COLUMNS, fit_calls
 from analysis.host import HOST_COLUMNS, fit_host, predict_many_vs_one
 from analysis.launch import CUDA_CASES, FIT_COLUMNS, decode_with_measured, fit_launch, predict_spin
-from analysis.load import usable_cpus
+from analysis.load import pool_context, run_workers, usable_cpus
 from analysis.memo import Memo
+from analysis.signals import ended_text
 
 #: The cases whose raw samples a fit or a compared figure reads: the numpy call sizes (the CPU law's
 #: intervals and differences), the host bandwidths, every GPU launch case, the cases of the measured
@@ -114,14 +119,110 @@ def predictions_key(memo: Memo, frame: pd.DataFrame, fits: Fits) -> str:
 
 def _fit_all(frame: pd.DataFrame, memo: Memo | None) -> Fits:
     empty = pd.DataFrame()
-    host = _per_machine(fit_host, frame, HOST_COLUMNS, memo, "host")
-    launch = (
-        _per_machine(fit_launch, frame, FIT_COLUMNS, memo, "launch")
-        if has_cases(frame, CUDA_CASES, "cuda")
-        else pd.DataFrame(columns=list(FIT_COLUMNS))
+    families = [_Family(fit_host, HOST_COLUMNS, "host"), _Family(fit_calls, CALL_COLUMNS, "calls")]
+    if has_cases(frame, CUDA_CASES, "cuda"):
+        families.append(_Family(fit_launch, FIT_COLUMNS, "launch"))
+    fitted = _per_machine(families, frame, memo)
+    launch = fitted.get("launch", pd.DataFrame(columns=list(FIT_COLUMNS)))
+    return Fits(fitted["host"], empty, launch, empty, empty, empty, fitted["calls"])
+
+
+@dataclass(frozen=True)
+class _Family:
+    """One family's fit (a module-level function: a fork server's workers would be sent it by name), its
+    table's columns, and the name its machines' fits are kept under (``analysis.memo``)."""
+
+    fit: Callable[[pd.DataFrame], pd.DataFrame]
+    columns: tuple[str, ...]
+    name: str
+
+
+def _per_machine(
+    families: list[_Family], frame: pd.DataFrame, memo: Memo | None = None
+) -> dict[str, pd.DataFrame]:
+    """Each family's ``fit(frame)``, by name, fitted machine by machine side by side (see the module
+    docstring): the same rows, in the same order (by machine id), as one call. With ``memo``, a machine
+    whose rows were fitted before (by the fit of that family) is read back, and only the others are fitted;
+    every family's machines share one set of workers."""
+    if frame.empty or "machine_id" not in frame:
+        return {family.name: family.fit(frame) for family in families}
+    where = frame.groupby("machine_id", sort=True, observed=True).indices
+    machines = [where[machine] for machine in sorted(where)]  # each machine's row positions
+    jobs = [(family, index) for family in families for index in range(len(machines))]
+    keys: dict[tuple[str, int], str] = {}
+    done: dict[tuple[str, int], pd.DataFrame] = {}
+    if memo is not None:
+        for family, index in jobs:
+            key = keys[family.name, index] = memo.rows_key(f"fit-{family.name}", frame, machines[index])
+            found, value = memo.get(key)
+            if found:
+                done[family.name, index] = value
+    todo = [(family, index) for family, index in jobs if (family.name, index) not in done]
+    workers = min(len(todo), usable_cpus())
+    if memo is None and workers < 2:
+        return {family.name: family.fit(frame) for family in families}
+
+    def fit_one(job: tuple[_Family, int]) -> pd.DataFrame:
+        # A machine's rows are taken when its fit starts: taking them all first copied the whole frame.
+        family, index = job
+        return family.fit(frame.iloc[machines[index]])
+
+    if workers < 2:
+        fitted = [fit_one(job) for job in todo]
+    elif pool_context() is None:  # forked workers, which inherit the frame
+        fitted = _forked_fits(frame, [(family.fit, machines[index]) for family, index in todo], workers)
+    else:
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            fitted = list(pool.map(fit_one, todo))
+    for (family, index), part in zip(todo, fitted, strict=True):
+        if memo is not None:
+            memo.put(keys[family.name, index], part)
+        done[family.name, index] = part
+    tables = {}
+    for family in families:
+        parts = [done[family.name, index] for index in range(len(machines))]
+        parts = [part for part in parts if not part.empty]
+        tables[family.name] = (
+            pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=list(family.columns))
+        )
+    return tables
+
+
+def _forked_fits(
+    frame: pd.DataFrame, jobs: list[tuple[Callable[[pd.DataFrame], pd.DataFrame], np.ndarray]], workers: int
+) -> list[pd.DataFrame]:
+    """Each job's fit of ``frame``'s rows at its positions, in ``workers`` forked processes that inherit the
+    frame and the jobs (copied only where written: ``gc.freeze`` keeps the collector from writing into every
+    object) and send back the fitted rows: the loaders' pool (``analysis.load.start_workers``), so a worker
+    killed is one line (``WorkerLost``) and the workers end with the command."""
+    _FITTING[:] = [(frame, jobs)]
+    gc.freeze()
+    try:
+        return run_workers(
+            workers, None, [(_fit_inherited, (index,)) for index in range(len(jobs))], _lost_line
+        )
+    finally:
+        _FITTING.clear()
+        gc.unfreeze()
+
+
+def _lost_line(workers: list[object]) -> str:
+    """One line saying which fitting worker ended and how (``analysis.signals.ended_text``)."""
+    return (
+        f"a fitting worker process{ended_text(workers)} ended before its machines were fitted (killed? out "
+        "of memory?): run the command again"
     )
-    calls = _per_machine(fit_calls, frame, CALL_COLUMNS, memo, "calls")
-    return Fits(host, empty, launch, empty, empty, empty, calls)
+
+
+#: The frame and jobs of the ``_forked_fits`` under way, inherited by its forked workers (never sent).
+_FITTING: list[tuple[pd.DataFrame, list[tuple[Callable[[pd.DataFrame], pd.DataFrame], np.ndarray]]]] = []
+
+
+def _fit_inherited(index: int) -> pd.DataFrame:
+    """In a forked worker: the fit of inherited job ``index``, of the inherited frame's rows."""
+    frame, jobs = _FITTING[0]
+    fit, positions = jobs[index]
+    return fit(frame.iloc[positions])
 
 
 def _predicted(frame: pd.DataFrame, fits: Fits) -> Fits:
@@ -134,46 +235,3 @@ def _predicted(frame: pd.DataFrame, fits: Fits) -> Fits:
         decode_demo=decode_with_measured(launch) if not launch.empty else empty,
         decode_steps=decode_table(frame, host, launch),
     )
-
-
-def _per_machine(
-    fit: Callable[[pd.DataFrame], pd.DataFrame],
-    frame: pd.DataFrame,
-    columns: tuple[str, ...],
-    memo: Memo | None = None,
-    family: str = "",
-) -> pd.DataFrame:
-    """``fit(frame)``, fitted machine by machine side by side (see the module docstring): the same rows, in
-    the same order (by machine id), as one call. With ``memo``, a machine whose rows were fitted before (by
-    the fit of ``family``) is read back, and only the others are fitted."""
-    if frame.empty or "machine_id" not in frame:
-        return fit(frame)
-    where = frame.groupby("machine_id", sort=True, observed=True).indices
-    machines = [where[machine] for machine in sorted(where)]  # each machine's row positions
-    keys: list[str] = []
-    done: dict[int, pd.DataFrame] = {}
-    if memo is not None:
-        keys = [memo.rows_key(f"fit-{family}", frame, positions) for positions in machines]
-        for index, key in enumerate(keys):
-            found, value = memo.get(key)
-            if found:
-                done[index] = value
-    todo = [index for index in range(len(machines)) if index not in done]
-    workers = min(len(todo), usable_cpus())
-    if memo is None and workers < 2:
-        return fit(frame)
-
-    def fit_one(index: int) -> pd.DataFrame:
-        # A machine's rows are taken when its fit starts: taking them all first copied the whole frame.
-        part = fit(frame.iloc[machines[index]])
-        if memo is not None:
-            memo.put(keys[index], part)
-        return part
-
-    if workers < 2:
-        done.update((index, fit_one(index)) for index in todo)
-    else:
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            done.update(zip(todo, pool.map(fit_one, todo), strict=True))
-    parts = [done[index] for index in range(len(machines)) if not done[index].empty]
-    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=list(columns))

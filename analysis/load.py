@@ -51,6 +51,7 @@ import stat
 import sys
 import threading
 import time
+import weakref
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from concurrent.futures import FIRST_EXCEPTION, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
@@ -861,19 +862,32 @@ def map_batches(
         return [function(files, *args)]
     size = min(-(-len(files) // (4 * workers)), MAX_BATCH_FILES)
     batches = [files[start : start + size] for start in range(0, len(files), size)]
+    calls = [(function, (batch, *args)) for batch in batches]
+    return run_workers(workers, pool_context(), calls, _lost_line, meanwhile)
+
+
+def run_workers(
+    count: int,
+    context: multiprocessing.context.BaseContext | None,
+    calls: Sequence[tuple[Callable[..., T], tuple[object, ...]]],
+    lost_line: Callable[[list[object]], str],
+    meanwhile: Callable[[], object] | None = None,
+) -> list[T]:
+    """The results of ``calls`` (module-level functions and their arguments), in order, made in a pool of
+    ``count`` workers (``start_workers``); ``meanwhile`` is called here once they have started. A worker
+    that ends before its calls are done is ``WorkerLost`` with ``lost_line`` of the workers started (what
+    they were doing, in the caller's words); the pool is ended whatever happens."""
     pool = None
     started: list[object] = []
     try:
-        pool, futures = start_workers(
-            workers, pool_context(), [(function, (batch, *args)) for batch in batches]
-        )
+        pool, futures = start_workers(count, context, calls)
         started = worker_processes(pool)  # a broken pool forgets its workers: kept to name the one lost
         if meanwhile is not None:
             meanwhile()
-        await_workers(pool, futures)
+        await_workers(pool, futures, lost_line)
         return [future.result() for future in futures]
     except BrokenProcessPool as exc:
-        raise WorkerLost(_lost_line(started)) from exc
+        raise WorkerLost(lost_line(started)) from exc
     finally:
         if pool is not None:
             stop_workers(pool)
@@ -909,10 +923,18 @@ def start_workers(
     arguments) submitted to it: the loaders' and the figures' pools alike. The stop signals are held
     meanwhile: an interrupt while workers start would leave a pool that cannot be shut down. The caller
     waits (``await_workers``) and, whatever happens, ends the pool (``stop_workers``)."""
+    spawned: list[multiprocessing.process.BaseProcess] = []
+    context = context or multiprocessing.get_context()
+    if (
+        context.get_start_method() == "fork"
+    ):  # a fork server is sent the process: its class must be importable
+        context = _Recording(context, spawned)
     with held():
         pool = ProcessPoolExecutor(
             max_workers=count, mp_context=context, initializer=_worker_start, initargs=(os.getpid(),)
         )
+        if isinstance(context, _Recording):
+            _SPAWNED[pool] = spawned
         try:
             return pool, [pool.submit(function, *args) for function, args in calls]  # starts the workers
         except BaseException:
@@ -931,8 +953,11 @@ def pool_context() -> multiprocessing.context.BaseContext | None:
     return None
 
 
-def await_workers(pool: ProcessPoolExecutor, futures: list[Future]) -> None:
-    """Wait until every one of ``futures`` is done; ``WorkerLost`` as soon as a worker of ``pool`` has ended.
+def await_workers(
+    pool: ProcessPoolExecutor, futures: list[Future], lost_line: Callable[[list[object]], str] | None = None
+) -> None:
+    """Wait until every one of ``futures`` is done; ``WorkerLost`` (``lost_line`` of the workers: by default
+    the loaders' line) as soon as a worker of ``pool`` has ended.
     ``ProcessPoolExecutor`` alone may wait forever: a worker killed while it sends a batch's result leaves
     half a message in the result pipe, which its manager thread then waits on for good."""
     pending = set(futures)
@@ -940,13 +965,40 @@ def await_workers(pool: ProcessPoolExecutor, futures: list[Future]) -> None:
         _, pending = wait(pending, timeout=_WORKER_CHECK_S, return_when=FIRST_EXCEPTION)
         if any(future.done() and future.exception() is not None for future in futures):
             return  # ``result()`` raises it (BrokenProcessPool when a worker died and the pool noticed)
-        if pending and any(process.exitcode is not None for process in worker_processes(pool)):
-            raise WorkerLost(_lost_line(worker_processes(pool)))
+        workers = worker_processes(pool)  # once: a pool that sees a worker die forgets them all meanwhile
+        if pending and any(process.exitcode is not None for process in workers):
+            raise WorkerLost((lost_line or _lost_line)(workers))
 
 
 def worker_processes(pool: ProcessPoolExecutor) -> list[object]:
-    """The worker processes of ``pool`` (``multiprocessing.Process``; the executor keeps them by pid)."""
-    return list((getattr(pool, "_processes", None) or {}).values())
+    """The worker processes ``pool`` has started (``multiprocessing.Process``), as ``start_workers`` recorded
+    them where it forks: the executor's own list forgets them once it sees one die, at times before the
+    command could read which one and how (a line without the worker's pid and signal)."""
+    spawned = _SPAWNED.get(pool)
+    return list(spawned) if spawned is not None else list((getattr(pool, "_processes", None) or {}).values())
+
+
+#: Each pool's workers as started (``_Recording``), while the pool lives.
+_SPAWNED: weakref.WeakKeyDictionary[ProcessPoolExecutor, list] = weakref.WeakKeyDictionary()
+
+
+class _Recording:
+    """A multiprocessing context that records each worker process a pool starts with it in ``spawned``, and is
+    ``context`` in all else."""
+
+    def __init__(self, context: multiprocessing.context.BaseContext, spawned: list) -> None:
+        self._context = context
+        base = context.Process
+
+        class Process(base):  # type: ignore[misc,valid-type]
+            def start(self) -> None:
+                super().start()
+                spawned.append(self)
+
+        self.Process = Process
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._context, name)
 
 
 def _lost_line(workers: list[object]) -> str:

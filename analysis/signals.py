@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import time
 from collections.abc import Iterable, Iterator
 from multiprocessing.connection import wait
 from multiprocessing.process import BaseProcess
@@ -59,11 +60,19 @@ def ended_text(workers: Iterable[BaseProcess]) -> str:
     workers = list(workers)
     # A pool marks itself broken (its futures fail) before it reaps the worker that died, whose exit code is
     # then not known yet: wait (a second at most) for one to have ended, and reap those that have.
+    deadline = time.monotonic() + _SETTLE_S
+    ready: list[BaseProcess] = []
     with contextlib.suppress(ValueError, OSError, AttributeError):  # AttributeError: not started
-        ready = set(wait([process.sentinel for process in workers], timeout=_SETTLE_S)) if workers else set()
-        for process in workers:
-            if process.sentinel in ready:
-                process.join(timeout=_SETTLE_S)
+        sentinels = (
+            set(wait([process.sentinel for process in workers], timeout=_SETTLE_S)) if workers else set()
+        )
+        ready = [process for process in workers if process.sentinel in sentinels]
+        for process in ready:
+            process.join(timeout=_SETTLE_S)
+    # The pool's own thread may reap one at the same moment (one waitpid wins, the other learns nothing): the
+    # exit code it reads is stored an instant later.
+    while any(process.exitcode is None for process in ready) and time.monotonic() < deadline:
+        time.sleep(0.005)
     ended = [process for process in workers if process.exitcode is not None]
     ended.sort(key=lambda process: process.exitcode == -signal.SIGTERM)
     if not ended:

@@ -1,0 +1,113 @@
+"""The machines' fits made side by side (``analysis.fits``): in forked worker processes, which inherit the
+frame, where the command may fork (no JAX or PyTorch loaded), else in threads; the tables are those of
+fitting the machines one after another, and a worker killed while it fits is one line, not a hang.
+
+Each check runs in a fresh interpreter: JAX, which other tests of a session load, makes the command fit in
+threads, and the forked path is the one a user's command takes.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.test_plots_collisions import DATA, _fanout
+
+#: A fleet of full runs of today's layout, three machines of four runs each: every family fitted per machine.
+MACHINES = 3
+
+
+@pytest.fixture(scope="module")
+def fleet(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _fanout(
+        DATA / "fanout" / "epyc-full-5ed37fa.json",
+        tmp_path_factory.mktemp("fleet") / "fleet",
+        MACHINES,
+        MACHINES * 4,
+    )
+
+
+def _run(program: str, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-c", program, *args],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        cwd=Path(__file__).resolve().parents[1],
+        check=False,
+    )
+
+
+#: Fits the fleet with forked workers (counting the forked calls) and one machine after another (a single
+#: usable CPU), with and without a memo; prints "same" when every table is equal.
+_SAME_FITS = """
+import sys
+from pathlib import Path
+from unittest import mock
+import pandas as pd
+import analysis.fits as fits
+from analysis.load import load_runs, pool_context
+from analysis.memo import Memo
+from analysis.runs import select_runs
+
+fleet, folder = sys.argv[1:]
+assert pool_context() is None, "a fresh interpreter forks"
+frame = select_runs(load_runs([fleet], samples=True), include_quick=True).result.frame
+forked = []
+real = fits._forked_fits
+with mock.patch.object(fits, "_forked_fits", lambda *args: forked.append(len(args[1])) or real(*args)):
+    side_by_side = fits.fit_all(frame, predictions=False)
+    kept = fits.fit_all(frame, predictions=False, memo=Memo(Path(folder)))
+with mock.patch.object(fits, "usable_cpus", lambda: 1):
+    serial = fits.fit_all(frame, predictions=False)
+assert forked == [6, 6], forked  # two families of three machines, each time in one pool
+for name in ("host", "calls"):
+    assert not getattr(serial, name).empty, name
+    pd.testing.assert_frame_equal(getattr(side_by_side, name), getattr(serial, name))
+    pd.testing.assert_frame_equal(getattr(kept, name), getattr(serial, name))
+print("same")
+"""
+
+
+def test_machines_fitted_in_forked_workers_give_the_tables_fitted_one_after_another(
+    fleet: Path, tmp_path: Path
+) -> None:
+    done = _run(_SAME_FITS, str(fleet), str(tmp_path / "memo"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.strip() == "same"
+
+
+#: A fitting worker killed (the OOM killer, by hand): ``fit_all`` raises ``WorkerLost``, printed here.
+_KILLED_FITTING = """
+import os, signal, sys
+from unittest import mock
+import analysis.fits as fits
+from analysis.load import load_runs
+from analysis.runs import select_runs
+from analysis.signals import WorkerLost
+
+frame = select_runs(load_runs([sys.argv[1]], samples=False), include_quick=True).result.frame
+
+def killed(rows):
+    os.kill(os.getpid(), signal.SIGKILL)
+
+with mock.patch.object(fits, "fit_host", killed):
+    try:
+        fits.fit_all(frame, predictions=False)
+    except WorkerLost as lost:
+        print(lost)
+        sys.exit(0)
+sys.exit("no WorkerLost: the killed worker went unnoticed")
+"""
+
+
+def test_a_fitting_worker_killed_is_one_line_not_a_hang(fleet: Path) -> None:
+    done = _run(_KILLED_FITTING, str(fleet))
+    assert done.returncode == 0, done.stdout + done.stderr
+    line = done.stdout.strip()
+    assert line.startswith("a fitting worker process") and "\n" not in line
+    assert "ended before its machines were fitted (killed? out of memory?)" in line
+    assert "fork() was called" not in done.stderr
