@@ -925,9 +925,7 @@ def start_workers(
     waits (``await_workers``) and, whatever happens, ends the pool (``stop_workers``)."""
     spawned: list[multiprocessing.process.BaseProcess] = []
     context = context or multiprocessing.get_context()
-    if (
-        context.get_start_method() == "fork"
-    ):  # a fork server is sent the process: its class must be importable
+    if context.get_start_method() == "fork":  # a fork server is sent the class: it must be importable
         context = _Recording(context, spawned)
     with held():
         pool = ProcessPoolExecutor(
@@ -935,11 +933,18 @@ def start_workers(
         )
         if isinstance(context, _Recording):
             _SPAWNED[pool] = spawned
+        futures: list[Future] = []
         try:
-            return pool, [pool.submit(function, *args) for function, args in calls]  # starts the workers
+            for function, args in calls:  # the first starts the workers
+                futures.append(pool.submit(function, *args))
+        except BrokenProcessPool as exc:  # a worker died while the rest were submitted: theirs fail alike
+            for _ in calls[len(futures) :]:
+                futures.append(Future())
+                futures[-1].set_exception(exc)
         except BaseException:
             stop_workers(pool)
             raise
+        return pool, futures
 
 
 def pool_context() -> multiprocessing.context.BaseContext | None:

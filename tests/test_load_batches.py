@@ -9,6 +9,7 @@ import json
 import math
 import os
 import signal
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
 import numpy as np
@@ -204,3 +205,27 @@ def test_a_batch_travels_with_its_raw_samples_joined_and_arrives_as_it_left() ->
     assert load._joined_samples(odd) is None
     kept = pickle.loads(pickle.dumps(load._Batch(columns={"data": odd}, runs=[], problems=[], used=[])))
     assert kept.columns["data"][1] is None and kept.columns["data"][0].dtype == np.int64
+
+
+def test_a_pool_broken_while_its_calls_are_submitted_fails_the_rest_alike(monkeypatch) -> None:
+    """A worker that dies while the command still submits calls (the first call kills it at once) breaks
+    the pool mid-way: ``start_workers`` returns every call's future, the rest failed with the pool's
+    ``BrokenProcessPool``, so that the caller's wait names the lost worker instead of raising from submit."""
+    submitted = []
+    real = load.ProcessPoolExecutor.submit
+
+    def breaking(pool, function, *args):
+        if len(submitted) == 2:
+            raise BrokenProcessPool("a child process terminated abruptly")
+        submitted.append(function)
+        return real(pool, function, *args)
+
+    monkeypatch.setattr(load.ProcessPoolExecutor, "submit", breaking)
+    pool, futures = load.start_workers(2, load.pool_context(), [(math.sqrt, (float(x),)) for x in range(5)])
+    try:
+        assert len(futures) == 5
+        assert [future.result(timeout=30) for future in futures[:2]] == [0.0, 1.0]
+        for future in futures[2:]:
+            assert isinstance(future.exception(timeout=0), BrokenProcessPool)
+    finally:
+        load.stop_workers(pool)
