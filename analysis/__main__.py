@@ -435,7 +435,7 @@ def _with_baseline(args: argparse.Namespace, selection: Selection) -> Selection:
     from analysis.compare import choose_baseline
 
     try:
-        choose_baseline(list(dict.fromkeys(selection.result.frame["machine_id"])), args.baseline)
+        choose_baseline(list(selection.result.frame["machine_id"].unique()), args.baseline)
     except ValueError as exc:
         raise CLIError(str(exc)) from exc
     return selection

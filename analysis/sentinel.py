@@ -183,15 +183,18 @@ def speed_ratios(runs: pd.DataFrame) -> pd.DataFrame:
     if table.empty:
         return pd.DataFrame(columns=columns)
     for machine_id, machine in table.groupby("machine_id", sort=False):
+        others = len(machine) - 1
+        if not others:
+            continue
         workloads = [column for column in machine if column not in ("source", "machine_id")]
-        usual = {name: float(machine[name].median()) for name in workloads}  # once a machine, not a run
-        for _, run in machine.iterrows():
-            others = len(machine) - 1
-            if not others:
-                continue
-            logs = [math.log(run[name] / usual[name]) for name in workloads if _positive(run[name])]
+        usual = [float(machine[name].median()) for name in workloads]  # once a machine, not a run
+        # Row by row as plain values (a Series a row cost 40 µs, a fleet's 1,000 runs 0.04 s).
+        for source, *values in machine[["source", *workloads]].itertuples(index=False, name=None):
+            logs = [
+                math.log(value / base) for value, base in zip(values, usual, strict=True) if _positive(value)
+            ]
             if logs:
-                rows.append([run["source"], machine_id, math.exp(float(np.mean(logs))), others])
+                rows.append([source, machine_id, math.exp(float(np.mean(logs))), others])
     return pd.DataFrame(rows, columns=columns)
 
 

@@ -473,7 +473,9 @@ def save(figure: Figure, out_dir: Path, stem: str, formats: Sequence[str]) -> li
     for fmt in formats:
         path = out_dir / f"{stem}.{fmt}"
         metadata = {"Date": None} if fmt == "svg" else {"Software": None}
+        # PNG at zlib's level 1: a third of the encoding time of Pillow's default (6), files 1-5 % larger.
+        options = {"pil_kwargs": {"compress_level": 1}} if fmt == "png" else {}
         with rc_context({"svg.hashsalt": SVG_SALT}):
-            figure.savefig(path, format=fmt, metadata=metadata)
+            figure.savefig(path, format=fmt, metadata=metadata, **options)
         paths.append(path)
     return paths
