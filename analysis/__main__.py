@@ -102,10 +102,13 @@ def _say(text: str, stream: TextIO | None = None) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one subcommand; return the process exit code (0 ok, 1 nothing usable or bad input, 2 usage,
     128 + N when stopped by signal N)."""
+    from analysis.load import frozen_heap
+
     with _stop_signals():
         try:
             args = _parser().parse_args(argv)
-            code = args.command(args)
+            with frozen_heap():  # the modules imported, and the runs once loaded (``_loaded``)
+                code = args.command(args)
             wait_for_stores()  # the parsed runs written into the cache behind the command's work
             return code
         except _UsageError as exc:
@@ -393,9 +396,9 @@ def _load(args: argparse.Namespace, *modules: str) -> Selection:
 def _loaded(args: argparse.Namespace, *modules: str, facts: Sequence[str] = ()) -> LoadResult:
     """``args.paths`` loaded (``analysis.load.load_runs``, with the run facts ``facts``), ``modules``
     imported meanwhile (``_importer``)."""
-    from analysis.load import load_runs
+    from analysis.load import freeze_more, load_runs
 
-    return load_runs(
+    loaded = load_runs(
         args.paths,
         samples=_samples(args, points=False),
         facts=tuple(facts),
@@ -403,6 +406,8 @@ def _loaded(args: argparse.Namespace, *modules: str, facts: Sequence[str] = ()) 
         cache=_cache(args),
         store_behind=True,  # main waits for it before the command ends
     )
+    freeze_more()  # the runs live until the command ends: its full collections no longer walk them
+    return loaded
 
 
 def _cache(args: argparse.Namespace) -> Path | None:

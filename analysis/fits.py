@@ -14,7 +14,6 @@ pandas' selections do not: threads kept a second CPU a third busy).
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
@@ -26,7 +25,7 @@ from analysis.decode import decode_table
 from analysis.frameworks import CALL_COLUMNS, fit_calls
 from analysis.host import HOST_COLUMNS, fit_host, predict_many_vs_one
 from analysis.launch import CUDA_CASES, FIT_COLUMNS, decode_with_measured, fit_launch, predict_spin
-from analysis.load import pool_context, run_workers, usable_cpus
+from analysis.load import frozen_heap, pool_context, run_workers, usable_cpus
 from analysis.memo import Memo
 from analysis.signals import ended_text
 
@@ -192,18 +191,17 @@ def _forked_fits(
     frame: pd.DataFrame, jobs: list[tuple[Callable[[pd.DataFrame], pd.DataFrame], np.ndarray]], workers: int
 ) -> list[pd.DataFrame]:
     """Each job's fit of ``frame``'s rows at its positions, in ``workers`` forked processes that inherit the
-    frame and the jobs (copied only where written: ``gc.freeze`` keeps the collector from writing into every
-    object) and send back the fitted rows: the loaders' pool (``analysis.load.start_workers``), so a worker
-    killed is one line (``WorkerLost``) and the workers end with the command."""
+    frame and the jobs (copied only where written: ``frozen_heap`` keeps the collector from writing into
+    every object) and send back the fitted rows: the loaders' pool (``analysis.load.start_workers``), so a
+    worker killed is one line (``WorkerLost``) and the workers end with the command."""
     _FITTING[:] = [(frame, jobs)]
-    gc.freeze()
     try:
-        return run_workers(
-            workers, None, [(_fit_inherited, (index,)) for index in range(len(jobs))], _lost_line
-        )
+        with frozen_heap():
+            return run_workers(
+                workers, None, [(_fit_inherited, (index,)) for index in range(len(jobs))], _lost_line
+            )
     finally:
         _FITTING.clear()
-        gc.unfreeze()
 
 
 def _lost_line(workers: list[object]) -> str:

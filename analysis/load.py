@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import contextlib
 import fnmatch
+import gc
 import glob
 import hashlib
 import itertools
@@ -52,7 +53,7 @@ import sys
 import threading
 import time
 import weakref
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_EXCEPTION, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
@@ -947,6 +948,35 @@ def start_workers(
         return pool, futures
 
 
+@contextlib.contextmanager
+def frozen_heap() -> Iterator[None]:
+    """Keep the objects alive now out of the cyclic garbage collector's reach (``gc.freeze``) until the
+    outermost such block ends (then ``gc.unfreeze``): a forked worker then inherits them without its
+    collector writing into (and so copying) every page of them, and this process's full collections stop
+    walking them (a quick fleet's loaded frame made the command's four full collections 0.2 s).
+    ``freeze_more`` adds what is made meanwhile."""
+    global _FROZEN_DEPTH
+    gc.freeze()
+    _FROZEN_DEPTH += 1
+    try:
+        yield
+    finally:
+        _FROZEN_DEPTH -= 1
+        if not _FROZEN_DEPTH:
+            gc.unfreeze()
+
+
+def freeze_more() -> None:
+    """Inside ``frozen_heap``: freeze the objects made since (a command's loaded runs, which live until it
+    ends); elsewhere nothing."""
+    if _FROZEN_DEPTH:
+        gc.freeze()
+
+
+#: How many ``frozen_heap`` blocks are open in this process.
+_FROZEN_DEPTH = 0
+
+
 def pool_context() -> multiprocessing.context.BaseContext | None:
     """The workers' start method: the platform's default (fork on Linux: the cheapest), or a fork server
     where a multithreaded runtime is loaded in this process (a test session, a notebook with JAX)."""
@@ -1044,6 +1074,7 @@ def _worker_start(command_pid: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     release()  # started while the command held the stop signals; a Ctrl-C held meanwhile is now ignored
+    gc.freeze()  # what it inherited lives as long as it does: its full collections walk only its own objects
     parent = os.getppid()
 
     def watch() -> None:

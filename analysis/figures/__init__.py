@@ -20,7 +20,6 @@ why). A figure whose cases are absent is not drawn.
 from __future__ import annotations
 
 import contextlib
-import gc
 import importlib
 import os
 from collections.abc import Callable, Sequence
@@ -35,6 +34,7 @@ import pandas as pd
 from analysis.fits import Fits
 from analysis.load import (
     await_workers,
+    frozen_heap,
     pool_context,
     start_workers,
     stop_workers,
@@ -177,6 +177,7 @@ class Drawing:
         self._started: list[BaseProcess] = []
         self._pending: dict[str, Future] = {}
         self._forked = False
+        self._frozen = contextlib.ExitStack()  # ``frozen_heap`` while forked workers draw
         self._beside, self._beside_future = beside, None
         self._later = set(later)  # the stems ``add`` has yet to start
         self._drawn: dict[str, list[Path]] = {}
@@ -287,7 +288,7 @@ class Drawing:
         workers are (``pool_context``: forked, or from a fork server once JAX or PyTorch is loaded, whose
         threads a fork may deadlock); the workers end with the command (``start_workers``).
 
-        A forked worker inherits the frame and fits, copied only where it writes (``gc.freeze`` keeps the
+        A forked worker inherits the frame and fits, copied only where it writes (``frozen_heap`` keeps the
         collector from writing into every object); a worker from a fork server is sent the job's own data."""
         context = pool_context()
         self._forked = context is None
@@ -295,7 +296,7 @@ class Drawing:
         if self._forked:
             _INHERITED.update(jobs)
             _BESIDE[:] = [self._beside] if beside else []
-            gc.freeze()
+            self._frozen.enter_context(frozen_heap())
         calls = [
             (_draw_inherited, (stem, self.folder, self.formats))
             if self._forked
@@ -322,7 +323,7 @@ class Drawing:
         if self._forked:
             _INHERITED.clear()
             _BESIDE.clear()
-            gc.unfreeze()
+            self._frozen.close()
             self._forked = False
 
 
