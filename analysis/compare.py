@@ -36,7 +36,7 @@ from analysis.host import BANDWIDTH_OPS
 from analysis.host import STATISTIC as HOST_STATISTIC
 from analysis.memo import Memo
 from analysis.steady import CLASSES, NO_STEADY_STATE, STEADY_COLUMNS, WARM_UP, warm_up_text
-from analysis.trust import any_unstable, stability, unstable_flags
+from analysis.trust import unstable_flags, worst_unstable
 from analysis.verdicts import (
     MARK_BASELINE,
     MARK_CHANGED,
@@ -869,13 +869,11 @@ def unstable_text(rows: pd.DataFrame) -> str:
     (``analysis.steady``: classified at loading, rows read with their rounds); "" when neither."""
 
     parts = []
-    if any_unstable(rows):
-        table = stability(rows)
-        unstable = table[table["unstable"]]
-        worst = unstable.loc[unstable["median_over_min"].fillna(0).idxmax()]
-        iqr = worst["iqr_over_median"]
+    worst = worst_unstable(rows)
+    if worst is not None:
+        median_over_min, iqr = worst
         spread = f", IQR {fmt_percent(iqr)} of the median" if math.isfinite(iqr) else ""
-        parts.append(f"{worst['median_over_min']:.2f}× median/min{spread}")
+        parts.append(f"{median_over_min:.2f}× median/min{spread}")
     if "steady" in rows:
         unsteady = int((rows["steady"] == NO_STEADY_STATE).sum())
         if unsteady:

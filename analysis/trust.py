@@ -162,10 +162,16 @@ def stability(frame: pd.DataFrame) -> pd.DataFrame:
     return table.reset_index(drop=True)
 
 
-def any_unstable(frame: pd.DataFrame) -> bool:
-    """Whether ``stability(frame)`` marks any case unstable, without building its table (a fleet's compare
-    asks it of every figure and group, and most have none)."""
-    return bool(np.any(unstable_flags(frame)))
+def worst_unstable(frame: pd.DataFrame) -> tuple[float, float] | None:
+    """(median/min, IQR/median) of the row of ``frame`` that ``stability`` marks unstable with the largest
+    median/min (the first of equals; NaN counted as 0), or None when none is; without building its table
+    (a fleet's compare asks it of every unstable group of every figure)."""
+    median_over_min, iqr_over_median = (ratios.to_numpy(dtype=float) for ratios in _ratios(frame))
+    flagged = np.flatnonzero(_unstable(pd.Series(median_over_min), pd.Series(iqr_over_median)).to_numpy())
+    if not flagged.size:
+        return None
+    worst = flagged[np.argmax(np.nan_to_num(median_over_min[flagged], nan=0.0))]
+    return float(median_over_min[worst]), float(iqr_over_median[worst])
 
 
 def unstable_flags(frame: pd.DataFrame) -> np.ndarray:

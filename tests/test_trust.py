@@ -534,3 +534,35 @@ def test_a_fleet_report_opens_with_one_line_for_its_unsteady_runs(
         assert main(command) == 0
         said = [line for line in capsys.readouterr().out.splitlines() if "Machine speed unsteady" in line]
         assert len(said) == 1 and said[0].startswith(f"Machine speed unsteady in {runs} of the {runs} runs")
+
+
+def test_the_worst_unstable_row_is_the_one_the_stability_table_names() -> None:
+    """``worst_unstable`` (no table built) picks what ``stability``'s table would: among the rows marked
+    unstable, the largest median/min (NaN as 0, the first of equals), with its IQR/median."""
+    import numpy as np
+    import pandas as pd
+
+    from analysis.trust import stability, worst_unstable
+
+    rng = np.random.default_rng(5)
+    for _ in range(200):
+        size = int(rng.integers(1, 8))
+        low = rng.uniform(1e-7, 2e-7, size)
+        frame = pd.DataFrame(
+            {
+                "min": low,
+                "median": low * rng.choice([1.0, 1.2, 3.0, 3.0, np.nan], size),
+                "iqr": low * rng.choice([0.01, 0.6, 2.0, np.nan], size),
+            }
+        )
+        table = stability(frame)
+        unstable = table[table["unstable"]]
+        found = worst_unstable(frame)
+        if unstable.empty:
+            assert found is None
+            continue
+        worst = unstable.loc[unstable["median_over_min"].fillna(0).idxmax()]
+        expected = (worst["median_over_min"], worst["iqr_over_median"])
+        assert found is not None
+        for got, want in zip(found, expected, strict=True):
+            assert (math.isnan(got) and math.isnan(want)) or got == want
