@@ -581,14 +581,13 @@ def check_run(doc: object, source: str) -> CheckedRun:
     problems: list[str] = []
     cases = []
     for bench in ours:
-        label = printable(bench.get("fullname") or bench.get("name") or "?")
         case, problem, samples_problem = _checked_case(bench)
         if case is None:
-            problems.append(f"{name}: case {label}: dropped: {problem}")
+            problems.append(f"{name}: case {_label(bench)}: dropped: {problem}")
             continue
         cases.append(case)
         if samples_problem:
-            problems.append(f"{name}: case {label}: raw samples left out: {samples_problem}")
+            problems.append(f"{name}: case {_label(bench)}: raw samples left out: {samples_problem}")
     if not cases:
         lines = (*problems, f"{name}: none of its {len(ours)} launchbench cases is usable")
         return CheckedRun(run=None, cases=(), problems=lines)
@@ -601,6 +600,11 @@ def check_run(doc: object, source: str) -> CheckedRun:
         "commit": commit.get("id"),
     }
     return CheckedRun(run=run, cases=tuple(cases), problems=tuple(problems))
+
+
+def _label(bench: Mapping) -> str:
+    """A case as its problem lines name it."""
+    return printable(bench.get("fullname") or bench.get("name") or "?")
 
 
 def is_ours(bench: object) -> bool:
