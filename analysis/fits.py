@@ -128,8 +128,8 @@ def _fit_all(frame: pd.DataFrame, memo: Memo | None) -> Fits:
 
 @dataclass(frozen=True)
 class _Family:
-    """One family's fit (a module-level function: a fork server's workers would be sent it by name), its
-    table's columns, and the name its machines' fits are kept under (``analysis.memo``)."""
+    """One family's fit, its table's columns, and the name its machines' fits are kept under
+    (``analysis.memo``)."""
 
     fit: Callable[[pd.DataFrame], pd.DataFrame]
     columns: tuple[str, ...]
