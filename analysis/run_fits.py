@@ -147,7 +147,9 @@ def _odd_samples(data: np.ndarray, calls: np.ndarray, owner: np.ndarray, used: n
     without = np.zeros(owner.max() + 1, dtype=bool)
     without[owner[missing]] = True
     odd = np.zeros(data.size, dtype=bool)
-    for index in np.flatnonzero(~without[owner]):
+    checked: list[int] = []  # used points with 1-D samples: their seconds per call checked at once below
+    arrays: list[np.ndarray] = []
+    for index in np.flatnonzero(~without[owner]).tolist():
         values = data[index]
         if not isinstance(values, np.ndarray) or values.dtype != np.float64:  # the loader's are float64
             try:
@@ -156,9 +158,17 @@ def _odd_samples(data: np.ndarray, calls: np.ndarray, owner: np.ndarray, used: n
                 odd[index] = True
                 continue
         if used[index]:
-            with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-                values = values / calls[index]
-            odd[index] = values.ndim != 1 or not np.isfinite(values).all()
+            if values.ndim != 1:
+                odd[index] = True
+            else:
+                checked.append(index)
+                arrays.append(values)
+    if checked:  # each point's samples non-empty here (a group with an empty one is not read)
+        lengths = np.fromiter(map(len, arrays), dtype=np.int64, count=len(arrays))
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            seconds = np.concatenate(arrays) / np.repeat(calls[checked], lengths)
+        starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))
+        odd[checked] = np.add.reduceat(~np.isfinite(seconds), starts) > 0
     return odd
 
 
