@@ -749,7 +749,7 @@ def _framework_steps(frame: pd.DataFrame) -> list[MeasuredFigure]:
     return figures
 
 
-def _rows_of(frame: pd.DataFrame, keep: pd.Series, columns: Sequence[str]) -> pd.DataFrame:
+def _rows_of(frame: pd.DataFrame, keep: pd.Series | np.ndarray, columns: Sequence[str]) -> pd.DataFrame:
     """The rows ``keep`` marks, with those of ``columns`` that ``frame`` has."""
     return frame.loc[keep, [column for column in columns if column in frame]]
 
@@ -770,7 +770,7 @@ def _measured_rows(
     groups: Sequence[str],
     base: str,
     judge: _Judge,
-    masks: dict[tuple[str, object], pd.Series] | None = None,
+    masks: dict[tuple[str, object], np.ndarray] | None = None,
 ) -> list[dict[str, object]]:
     """``FIGURE_TABLE_COLUMNS`` rows of one ``MeasuredFigure``: per group its value, the ratio to the
     baseline's, and its verdict (judged only where both groups measured the point alike: the same
@@ -778,9 +778,10 @@ def _measured_rows(
     figures of one table (a fleet's 25 op figures select the same case's rows among 10⁵)."""
     masks = {} if masks is None else masks
 
-    def rows_where(key: str, value: object) -> pd.Series:
+    def rows_where(key: str, value: object) -> np.ndarray:  # as arrays: combined at numpy's cost, not pandas'
         if (key, value) not in masks:
-            masks[key, value] = frame[key].isna() if value is None else frame[key] == value
+            found = frame[key].isna() if value is None else frame[key] == value
+            masks[key, value] = found.to_numpy(dtype=bool)
         return masks[key, value]
 
     keep = rows_where("case", figure.case)
@@ -1159,7 +1160,7 @@ def figure_table(
             )
     launch_labels = {spec.label for spec in LAUNCH_FIGURES}
     fitted = [row for row in rows if row["figure"] not in launch_labels]
-    masks: dict[tuple[str, object], pd.Series] = {}
+    masks: dict[tuple[str, object], np.ndarray] = {}
     for figure in measured_figures(frame):
         fitted += _measured_rows(frame, figure, groups, base, judge, masks)
     launch_rows = [row for row in rows if row["figure"] in launch_labels]
