@@ -25,7 +25,7 @@ from analysis.decode import decode_table
 from analysis.frameworks import CALL_COLUMNS, fit_calls
 from analysis.host import HOST_COLUMNS, fit_host, predict_many_vs_one
 from analysis.launch import CUDA_CASES, FIT_COLUMNS, decode_with_measured, fit_launch, predict_spin
-from analysis.load import frozen_heap, pool_context, run_workers, usable_cpus
+from analysis.load import forks, frozen_heap, pool_context, run_workers, usable_cpus
 from analysis.memo import Memo
 from analysis.signals import ended_text
 
@@ -168,7 +168,7 @@ def _per_machine(
 
     if workers < 2:
         fitted = [fit_one(job) for job in todo]
-    elif pool_context() is None:  # forked workers, which inherit the frame
+    elif forks(pool_context()):  # forked workers, which inherit the frame
         fitted = _forked_fits(frame, [(family.fit, machines[index]) for family, index in todo], workers)
     else:
         with ThreadPoolExecutor(max_workers=workers) as pool:

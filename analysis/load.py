@@ -988,6 +988,13 @@ def pool_context() -> multiprocessing.context.BaseContext | None:
     return None
 
 
+def forks(context: multiprocessing.context.BaseContext | None) -> bool:
+    """Whether workers started from ``context`` (``pool_context``'s choice; None: the platform's default) are
+    forked from this process, and so inherit what it holds: the default is "fork" on Linux before Python
+    3.14, "spawn" on macOS and "forkserver" on Linux from 3.14, whose workers must be sent their data."""
+    return (context or multiprocessing.get_context()).get_start_method() == "fork"
+
+
 def await_workers(
     pool: ProcessPoolExecutor, futures: list[Future], lost_line: Callable[[list[object]], str] | None = None
 ) -> None:

@@ -40,7 +40,7 @@ from analysis.figures.style import save
 from analysis.fits import fit_all, with_predictions
 from analysis.frameworks import fit_calls
 from analysis.host import per_numpy_call
-from analysis.load import load_runs, pool_context
+from analysis.load import forks, load_runs, pool_context
 from analysis.runs import select_runs
 from tests.test_plots_collisions import DATA, REAL_RUN, _fanout
 
@@ -211,7 +211,7 @@ def test_figures_started_stage_by_stage_are_the_files_drawn_one_after_another(
     files drawn one after another, in reading order, and the predictions ``fit_all``'s."""
     frame, fits, _ = inputs
     files, made, by_worker = _report_order(frame, tmp_path / "staged", ("png", "svg"), workers=2)
-    assert by_worker == (pool_context() is None)  # forked workers (JAX, loaded by other tests, forbids them)
+    assert by_worker == forks(pool_context())  # forked workers (JAX, loaded by other tests, forbids them)
     assert [path.name for path in serial] == [path.name for path in files]
     assert _digests(serial) == _digests(files)
     for name in ("host", "many_vs_one", "launch", "spin", "decode_demo", "decode_steps", "calls"):

@@ -49,12 +49,12 @@ from pathlib import Path
 from unittest import mock
 import pandas as pd
 import analysis.fits as fits
-from analysis.load import load_runs, pool_context
+from analysis.load import forks, load_runs, pool_context
 from analysis.memo import Memo
 from analysis.runs import select_runs
 
 fleet, folder = sys.argv[1:]
-assert pool_context() is None, "a fresh interpreter forks"
+assert forks(pool_context()), "a fresh interpreter forks"
 frame = select_runs(load_runs([fleet], samples=True), include_quick=True).result.frame
 forked = []
 real = fits._forked_fits
@@ -111,3 +111,42 @@ def test_a_fitting_worker_killed_is_one_line_not_a_hang(fleet: Path) -> None:
     assert line.startswith("a fitting worker process") and "\n" not in line
     assert "ended before its machines were fitted (killed? out of memory?)" in line
     assert "fork() was called" not in done.stderr
+
+
+#: Where the platform starts workers by "spawn" (macOS; "forkserver" on Linux from Python 3.14) they inherit
+#: nothing: the machines are fitted in threads and the figures' workers are sent their data. Prints "same"
+#: when the fits equal those fitted one after another and every figure was written.
+_SPAWNED = """
+import multiprocessing, sys
+from pathlib import Path
+from unittest import mock
+import pandas as pd
+multiprocessing.set_start_method("spawn")
+import analysis.fits as fits
+from analysis.compare import figure_table
+from analysis.figures import write_figures
+from analysis.load import forks, load_runs, pool_context
+from analysis.runs import select_runs
+
+fleet, out = sys.argv[1:]
+assert not forks(pool_context())
+frame = select_runs(load_runs([fleet], samples=True), include_quick=True).result.frame
+with mock.patch.object(fits, "_forked_fits", side_effect=AssertionError("forked where nothing is inherited")):
+    side_by_side = fits.fit_all(frame)
+with mock.patch.object(fits, "usable_cpus", lambda: 1):
+    serial = fits.fit_all(frame)
+for name in ("host", "calls", "many_vs_one"):
+    pd.testing.assert_frame_equal(getattr(side_by_side, name), getattr(serial, name))
+table = figure_table(frame, side_by_side, None)
+paths = write_figures(frame, side_by_side, table, Path(out), ("png",), workers=2)
+assert paths and all(path.stat().st_size > 0 for path in paths), paths
+print("same")
+"""
+
+
+def test_where_workers_are_spawned_the_fits_use_threads_and_the_figures_are_sent_their_data(
+    fleet: Path, tmp_path: Path
+) -> None:
+    done = _run(_SPAWNED, str(fleet), str(tmp_path / "figures"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.strip() == "same"

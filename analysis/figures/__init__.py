@@ -34,6 +34,7 @@ import pandas as pd
 from analysis.fits import Fits
 from analysis.load import (
     await_workers,
+    forks,
     frozen_heap,
     pool_context,
     start_workers,
@@ -291,7 +292,7 @@ class Drawing:
         A forked worker inherits the frame and fits, copied only where it writes (``frozen_heap`` keeps the
         collector from writing into every object); a worker from a fork server is sent the job's own data."""
         context = pool_context()
-        self._forked = context is None
+        self._forked = forks(context)
         beside = self._forked and self._beside is not None  # a fork server's worker would be sent its data
         if self._forked:
             _INHERITED.update(jobs)
