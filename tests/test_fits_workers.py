@@ -72,14 +72,6 @@ print("same")
 """
 
 
-def test_machines_fitted_in_forked_workers_give_the_tables_fitted_one_after_another(
-    fleet: Path, tmp_path: Path
-) -> None:
-    done = _run(_SAME_FITS, str(fleet), str(tmp_path / "memo"))
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert done.stdout.strip() == "same"
-
-
 #: A fitting worker killed (the OOM killer, by hand): ``fit_all`` raises ``WorkerLost``, printed here.
 _KILLED_FITTING = """
 import os, signal, sys
@@ -144,9 +136,10 @@ print("same")
 """
 
 
-def test_where_workers_are_spawned_the_fits_use_threads_and_the_figures_are_sent_their_data(
-    fleet: Path, tmp_path: Path
+@pytest.mark.parametrize("program", [_SAME_FITS, _SPAWNED], ids=["forked", "spawned"])
+def test_machines_fitted_side_by_side_give_the_tables_fitted_one_after_another(
+    fleet: Path, tmp_path: Path, program: str
 ) -> None:
-    done = _run(_SPAWNED, str(fleet), str(tmp_path / "figures"))
+    done = _run(program, str(fleet), str(tmp_path / "out"))
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.strip() == "same"
