@@ -18,7 +18,7 @@ from typing import Any
 import pandas as pd
 
 from analysis import ops
-from analysis.compare import BY_MACHINE, compared_table, group_runs
+from analysis.compare import BY_MACHINE, Groups, compared_table, group_runs
 from analysis.decode_text import prediction_cell, rounds_below_text, where
 from analysis.figures import FIGURES_DIR, FIGURES_OWNER, PREDICTION_FIGURES, start_figures
 from analysis.fits import Fits, fit_all, predictions_key, with_predictions
@@ -86,7 +86,7 @@ def _machines_lines(frame: pd.DataFrame) -> list[str]:
     return markdown_table(header, rows)
 
 
-def _host_lines(fits: Fits, figures: dict[str, list[str]]) -> list[str]:
+def _host_lines(fits: Fits, figures: Links) -> list[str | FigureLink]:
     if fits.host.empty:
         return []
     lines = ["## CPU: numpy per-call cost and host bandwidth", ""]
@@ -166,7 +166,7 @@ def _host_lines(fits: Fits, figures: dict[str, list[str]]) -> list[str]:
     return lines
 
 
-def _launch_lines(fits: Fits, figures: dict[str, list[str]]) -> list[str]:
+def _launch_lines(fits: Fits, figures: Links) -> list[str | FigureLink]:
     """The GPU launch family: fitted costs per machine, spin kernels against the model's bounds, and the
     lecture's demo 2 recomputed with the measured launch costs."""
     if fits.launch.empty:
@@ -268,7 +268,7 @@ def _launch_lines(fits: Fits, figures: dict[str, list[str]]) -> list[str]:
     return lines
 
 
-def _decode_lines(fits: Fits, figures: dict[str, list[str]]) -> list[str]:
+def _decode_lines(fits: Fits, figures: Links) -> list[str | FigureLink]:
     """Measured decode steps (``analysis.decode.decode_table``): CPU steps against their prediction from
     other cases, with its interval, and the seed's model; GPU steps beside their overlapped and serial bounds
     (``position`` 0 = at the overlapped one, 1 = at the serial)."""
@@ -362,7 +362,7 @@ def _step_table(
     return [intro, "", *markdown_table(["machine", "model", "plan", *header], rows), ""]
 
 
-def _ops_lines(frame: pd.DataFrame, fits: Fits, figures: dict[str, list[str]]) -> list[str]:
+def _ops_lines(frame: pd.DataFrame, fits: Fits, figures: Links) -> list[str | FigureLink]:
     """The CPU decode step's overhead floor against its call list's two prices, and each numpy op's fixed
     cost (``analysis.ops``), as the terminal summary holds them; nothing without those cases."""
     t0 = dict(zip(fits.host["machine_id"], fits.host["t0_s"], strict=True)) if not fits.host.empty else {}
@@ -426,7 +426,7 @@ def _ops_lines(frame: pd.DataFrame, fits: Fits, figures: dict[str, list[str]]) -
     return lines
 
 
-def _ladder_lines(frame: pd.DataFrame, fits: Fits, figures: dict[str, list[str]]) -> list[str]:
+def _ladder_lines(frame: pd.DataFrame, fits: Fits, figures: Links) -> list[str | FigureLink]:
     """The dispatch ladder (``analysis.frameworks``): t0 per caller with its interval, each framework's
     decode step against numpy's and against numpy's predicted step, and demo 2 with each GPU layer's cost per
     launch; empty without a framework case."""
@@ -522,9 +522,26 @@ def _maybe(value: float, fmt: Callable[[float], str]) -> str:
     return "n/a" if value is None or math.isnan(value) else fmt(value)
 
 
-def _figure_link(figures: dict[str, list[str]], stem: str, caption: str) -> list[str]:
+@dataclass(frozen=True)
+class FigureLink:
+    """Where report.md shows figure ``stem``, in lines made before the figures are drawn (``_linked`` writes
+    it): the text is made while the drawing workers finish, not after them."""
+
+    stem: str
+    caption: str
+
+
+#: The figures drawn, by stem (their files, ``_figure_link``), or None while they are being drawn: a
+#: section's lines then hold a ``FigureLink`` where a figure goes.
+Links = dict[str, list[str]] | None
+
+
+def _figure_link(figures: Links, stem: str, caption: str) -> list[str | FigureLink]:
     """A Markdown image line for figure ``stem`` when it was drawn: its first file written (PNG where it
-    was), the caption, and a link to each other format written (the SVG beside a PNG)."""
+    was), the caption, and a link to each other format written (the SVG beside a PNG); its ``FigureLink``
+    while ``figures`` is None."""
+    if figures is None:
+        return [FigureLink(stem, caption)]
     if stem not in figures:
         return []
     shown, *others = figures[stem]
@@ -593,10 +610,33 @@ def _write_report(
         table = compared_table(frame, fitted, groups.baseline.label, memo)
         fits = predicted if kept else drawing.beside_result()
         drawing.add(later, fits)
+        lines = _report_lines(selection, frame, fits, table, groups)  # while the workers draw
         figure_paths = drawing.finish(table)
     figures: dict[str, list[str]] = {}
     for path in sorted(figure_paths, key=lambda path: _LINK_ORDER.get(path.suffix, len(_LINK_ORDER))):
         figures.setdefault(path.stem, []).append(f"{FIGURES_DIR}/{path.name}")
+    path = out_dir / REPORT_NAME
+    path.write_text("\n".join(_linked(lines, figures)) + "\n", encoding="utf-8")
+    return WrittenReport(path=path, figures=tuple(figure_paths))
+
+
+def _linked(lines: list[str | FigureLink], figures: dict[str, list[str]]) -> list[str]:
+    """``lines`` with each ``FigureLink`` written as the figure drawn (``_figure_link``), or left out."""
+    return [
+        text
+        for line in lines
+        for text in (
+            _figure_link(figures, line.stem, line.caption) if isinstance(line, FigureLink) else [line]
+        )
+    ]
+
+
+def _report_lines(
+    selection: Selection, frame: pd.DataFrame, fits: Fits, table: pd.DataFrame, groups: Groups
+) -> list[str | FigureLink]:
+    """report.md's lines, a ``FigureLink`` where a figure goes."""
+    result = selection.result
+    figures = None  # not drawn yet: ``FigureLink``s
     machines = frame["machine_id"].nunique()
     lines = ["# launchbench report", ""]
     busy = busy_lines(selection)
@@ -633,6 +673,4 @@ def _write_report(
     compared = figure_lines(table, groups.groups, BY_MACHINE, markdown=True, rule=groups.rule)
     lines += ["", "## Machines compared", "", *compared, ""]
     lines += _figure_link(figures, "machines", "Fitted figures relative to the baseline machine")
-    path = out_dir / REPORT_NAME
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return WrittenReport(path=path, figures=tuple(figure_paths))
+    return lines
