@@ -27,7 +27,7 @@ from analysis.host import HOST_COLUMNS, fit_host, predict_many_vs_one
 from analysis.launch import CUDA_CASES, FIT_COLUMNS, decode_with_measured, fit_launch, predict_spin
 from analysis.load import forks, frozen_heap, pool_context, run_workers, usable_cpus
 from analysis.memo import Memo
-from analysis.signals import ended_text
+from analysis.signals import lost_line
 
 #: The cases whose raw samples a fit or a compared figure reads: the numpy call sizes (the CPU law's
 #: intervals and differences), the host bandwidths, every GPU launch case, the cases of the measured
@@ -204,12 +204,8 @@ def _forked_fits(
         _FITTING.clear()
 
 
-def _lost_line(workers: list[object]) -> str:
-    """One line saying which fitting worker ended and how (``analysis.signals.ended_text``)."""
-    return (
-        f"a fitting worker process{ended_text(workers)} ended before its machines were fitted (killed? out "
-        "of memory?): run the command again"
-    )
+#: The line of a fitting worker lost (``WorkerLost``).
+_lost_line = lost_line("a fitting worker process", "its machines were fitted", "run the command again")
 
 
 #: The frame and jobs of the ``_forked_fits`` under way, inherited by its forked workers (never sent).

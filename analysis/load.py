@@ -78,7 +78,7 @@ from analysis.facts import fact_text, run_settings
 from analysis.schema import RUN_RECORD_KEY as RUN_RECORD_KEY  # the data contract's keys, re-exported
 from analysis.schema import SUITE, CheckedRun, check_run, printable
 from analysis.sentinel import from_record as sentinel_from_record
-from analysis.signals import WorkerLost, ended_text, held, process_alive, release
+from analysis.signals import WorkerLost, held, lost_line, process_alive, release
 from analysis.steady import STEADY_COLUMNS, steady_rounds
 from model.hardware import ATTRIBUTE_KEYS
 
@@ -871,12 +871,12 @@ def run_workers(
     count: int,
     context: multiprocessing.context.BaseContext | None,
     calls: Sequence[tuple[Callable[..., T], tuple[object, ...]]],
-    lost_line: Callable[[list[object]], str],
+    lost: Callable[[list[object]], str],
     meanwhile: Callable[[], object] | None = None,
 ) -> list[T]:
     """The results of ``calls`` (module-level functions and their arguments), in order, made in a pool of
     ``count`` workers (``start_workers``); ``meanwhile`` is called here once they have started. A worker
-    that ends before its calls are done is ``WorkerLost`` with ``lost_line`` of the workers started (what
+    that ends before its calls are done is ``WorkerLost`` with ``lost`` of the workers started (what
     they were doing, in the caller's words); the pool is ended whatever happens."""
     pool = None
     started: list[object] = []
@@ -885,10 +885,10 @@ def run_workers(
         started = worker_processes(pool)  # a broken pool forgets its workers: kept to name the one lost
         if meanwhile is not None:
             meanwhile()
-        await_workers(pool, futures, lost_line)
+        await_workers(pool, futures, lost)
         return [future.result() for future in futures]
     except BrokenProcessPool as exc:
-        raise WorkerLost(lost_line(started)) from exc
+        raise WorkerLost(lost(started)) from exc
     finally:
         if pool is not None:
             stop_workers(pool)
@@ -996,9 +996,9 @@ def forks(context: multiprocessing.context.BaseContext | None) -> bool:
 
 
 def await_workers(
-    pool: ProcessPoolExecutor, futures: list[Future], lost_line: Callable[[list[object]], str] | None = None
+    pool: ProcessPoolExecutor, futures: list[Future], lost: Callable[[list[object]], str] | None = None
 ) -> None:
-    """Wait until every one of ``futures`` is done; ``WorkerLost`` (``lost_line`` of the workers: by default
+    """Wait until every one of ``futures`` is done; ``WorkerLost`` (``lost`` of the workers: by default
     the loaders' line) as soon as a worker of ``pool`` has ended.
     ``ProcessPoolExecutor`` alone may wait forever: a worker killed while it sends a batch's result leaves
     half a message in the result pipe, which its manager thread then waits on for good."""
@@ -1009,7 +1009,7 @@ def await_workers(
             return  # ``result()`` raises it (BrokenProcessPool when a worker died and the pool noticed)
         workers = worker_processes(pool)  # once: a pool that sees a worker die forgets them all meanwhile
         if pending and any(process.exitcode is not None for process in workers):
-            raise WorkerLost((lost_line or _lost_line)(workers))
+            raise WorkerLost((lost or _lost_line)(workers))
 
 
 def worker_processes(pool: ProcessPoolExecutor) -> list[object]:
@@ -1043,13 +1043,12 @@ class _Recording:
         return getattr(self._context, name)
 
 
-def _lost_line(workers: list[object]) -> str:
-    """One line saying which of the loading ``workers`` ended and how (``analysis.signals.ended_text``)."""
-    which = ended_text(workers)
-    return (
-        f"a loading worker process{which} ended before its files were read (killed? out of memory?): "
-        "nothing was loaded; run the command again, or with fewer files at once"
-    )
+#: The line of a loading worker lost (``WorkerLost``).
+_lost_line = lost_line(
+    "a loading worker process",
+    "its files were read",
+    "nothing was loaded; run the command again, or with fewer files at once",
+)
 
 
 def stop_workers(pool: ProcessPoolExecutor) -> None:

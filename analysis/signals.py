@@ -12,7 +12,7 @@ import contextlib
 import os
 import signal
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from multiprocessing.connection import wait
 from multiprocessing.process import BaseProcess
 from pathlib import Path
@@ -51,6 +51,16 @@ def release() -> None:
 
 #: How long (s) ``ended_text`` waits for a lost worker's exit to be known.
 _SETTLE_S = 1.0
+
+
+def lost_line(who: str, unfinished: str, then: str) -> Callable[[Iterable[BaseProcess]], str]:
+    """The ``WorkerLost`` line of a pool's workers, in its caller's words: "``who`` (pid N, ended by
+    SIGKILL) ended before ``unfinished`` (killed? out of memory?): ``then``" (``ended_text``)."""
+
+    def line(workers: Iterable[BaseProcess]) -> str:
+        return f"{who}{ended_text(workers)} ended before {unfinished} (killed? out of memory?): {then}"
+
+    return line
 
 
 def ended_text(workers: Iterable[BaseProcess]) -> str:

@@ -166,10 +166,11 @@ def worst_unstable(frame: pd.DataFrame) -> tuple[float, float] | None:
     """(median/min, IQR/median) of the row of ``frame`` that ``stability`` marks unstable with the largest
     median/min (the first of equals; NaN counted as 0), or None when none is; without building its table
     (a fleet's compare asks it of every unstable group of every figure)."""
-    median_over_min, iqr_over_median = (ratios.to_numpy(dtype=float) for ratios in _ratios(frame))
-    flagged = np.flatnonzero(_unstable(pd.Series(median_over_min), pd.Series(iqr_over_median)).to_numpy())
+    ratios = _ratios(frame)
+    flagged = np.flatnonzero(_unstable(*ratios).to_numpy(dtype=bool))
     if not flagged.size:
         return None
+    median_over_min, iqr_over_median = (values.to_numpy(dtype=float) for values in ratios)
     worst = flagged[np.argmax(np.nan_to_num(median_over_min[flagged], nan=0.0))]
     return float(median_over_min[worst]), float(iqr_over_median[worst])
 

@@ -45,7 +45,7 @@ from analysis.load import (
 from analysis.memo import Memo
 from analysis.output import DEFAULT_FIGURE_FORMATS as FORMATS
 from analysis.output import Published, publish
-from analysis.signals import WorkerLost, ended_text
+from analysis.signals import WorkerLost, lost_line
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -293,7 +293,7 @@ class Drawing:
         collector from writing into every object); a worker from a fork server is sent the job's own data."""
         context = pool_context()
         self._forked = forks(context)
-        beside = self._forked and self._beside is not None  # a fork server's worker would be sent its data
+        beside = self._forked and self._beside is not None  # an unforked worker would be sent its data
         if self._forked:
             _INHERITED.update(jobs)
             _BESIDE[:] = [self._beside] if beside else []
@@ -398,13 +398,10 @@ def _draw_inherited(stem: str, folder: Path, formats: Sequence[str]) -> list[Pat
     return _draw(stem, _INHERITED[stem], folder, formats)
 
 
-def _lost_line(workers: list[BaseProcess]) -> str:
-    """One line saying which of the drawing ``workers`` ended, and how (``analysis.signals.ended_text``)."""
-    which = ended_text(workers)
-    return (
-        f"a process drawing the figures{which} ended before they were written (killed? out of memory?): "
-        "nothing was written; run the command again"
-    )
+#: The line of a drawing worker lost (``WorkerLost``).
+_lost_line = lost_line(
+    "a process drawing the figures", "they were written", "nothing was written; run the command again"
+)
 
 
 def write_case_figures(
