@@ -123,14 +123,18 @@ def subtract_counts(whole: Mapping[str, int], part: Mapping[str, int]) -> dict[s
     return result
 
 
-def floor_table(frame: pd.DataFrame, t0_by_machine: Mapping[str, float] | None = None) -> pd.DataFrame:
+def floor_table(
+    frame: pd.DataFrame, t0_by_machine: Mapping[str, float] | None = None, costs: pd.DataFrame | None = None
+) -> pd.DataFrame:
     """Return ``FLOOR_COLUMNS``: per machine, plan and floor configuration, the measured floor step (fastest
-    round, median over runs) beside its call list priced by ``op_costs`` of the same machine and by the
-    seed's t0 (``t0_by_machine``, e.g. ``analysis.host.fit_host``'s ``t0_s``; NaN where absent)."""
+    round, median over runs) beside its call list priced by ``op_costs`` of the same machine (``costs``:
+    ``op_costs(frame)`` where the caller has it) and by the seed's t0 (``t0_by_machine``, e.g.
+    ``analysis.host.fit_host``'s ``t0_s``; NaN where absent)."""
     rows = _rows(frame, "decode_floor")
     if rows.empty:
         return pd.DataFrame(columns=list(FLOOR_COLUMNS))
-    costs = op_costs(frame)
+    costs = op_costs(frame) if costs is None else costs
+    by_machine = {machine: costs_of(costs, machine) for machine in rows["machine_id"].unique()}
     t0_by_machine = t0_by_machine or {}
     table = []
     for (machine_id, plan, config, ctx), group in rows.groupby(
@@ -139,7 +143,7 @@ def floor_table(frame: pd.DataFrame, t0_by_machine: Mapping[str, float] | None =
         counts = group["op_counts"].iloc[0] if "op_counts" in group else None
         counts = dict(counts) if _is_counts(counts) else {}
         floor_s = float(group[STATISTIC].median())
-        op_sum_s, missing = price(counts, costs_of(costs, machine_id)) if counts else (math.nan, ())
+        op_sum_s, missing = price(counts, by_machine[machine_id]) if counts else (math.nan, ())
         n_calls = int(group["n_calls"].iloc[0])
         t0_s = t0_by_machine.get(machine_id, math.nan)
         table.append(

@@ -59,7 +59,9 @@ class WrittenReport:
 
 def _machines_lines(frame: pd.DataFrame) -> list[str]:
     rows = []
-    for machine, runs in frame.groupby("machine_id", sort=False):
+    # The columns shown, grouped: grouping the whole frame split its every column per machine.
+    shown = frame[["machine_id", "run_datetime", "host", "cpu_model", "gpu_name", "source", "pb_version"]]
+    for machine, runs in shown.groupby("machine_id", sort=False):
         first, last = runs["run_datetime"].min(), runs["run_datetime"].max()
         rows.append(
             [
@@ -70,7 +72,7 @@ def _machines_lines(frame: pd.DataFrame) -> list[str]:
                 str(runs["source"].nunique()),
                 f"{first:%Y-%m-%d %H:%M}" if not pd.isna(first) else "?",
                 f"{last:%Y-%m-%d %H:%M}" if not pd.isna(last) else "?",
-                ", ".join(sorted({str(v) for v in runs["pb_version"]})),
+                ", ".join(sorted({str(v) for v in runs["pb_version"].unique()})),
             ]
         )
     header = [
@@ -366,8 +368,8 @@ def _ops_lines(frame: pd.DataFrame, fits: Fits, figures: Links) -> list[str | Fi
     """The CPU decode step's overhead floor against its call list's two prices, and each numpy op's fixed
     cost (``analysis.ops``), as the terminal summary holds them; nothing without those cases."""
     t0 = dict(zip(fits.host["machine_id"], fits.host["t0_s"], strict=True)) if not fits.host.empty else {}
-    floors = ops.floor_table(frame, t0)
     costs = ops.op_costs(frame)
+    floors = ops.floor_table(frame, t0, costs)
     if floors.empty and costs.empty:
         return []
     lines = ["## CPU decode step: per-op costs and overhead floor", ""]

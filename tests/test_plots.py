@@ -354,14 +354,18 @@ def test_machines_rows_say_what_their_ratio_is_and_draw_it_as_the_table_does(rea
     )
     other = table[table["machine_id"] != table.attrs["baseline"]].set_index("figure")
     drawn = {label.split("\n")[0]: label for label in labels}
-    points = [line for line in ax.get_lines() if line.get_marker() not in (None, "None", "")]
-    positions = {round(float(line.get_ydata()[0])): float(line.get_xdata()[0]) for line in points}
+    # Each point as (row, ratio drawn, filled): a line holds a machine's points of one fill.
+    points = {
+        round(float(y)): (float(x), line.get_markerfacecolor() != "white")
+        for line in ax.get_lines()
+        if line.get_marker() not in (None, "None", "")
+        for x, y in zip(line.get_xdata(), line.get_ydata(), strict=True)
+    }
+    assert len(points) == len(drawn)
     for row, name in enumerate(drawn):
-        ratio = float(other.loc[name, "ratio"])
-        assert positions[row] == pytest.approx(ratio)  # as the table states it: > 1 slower
-        judged = other.loc[name, "mark"] == MARK_CHANGED
-        line = next(line for line in points if round(float(line.get_ydata()[0])) == row)
-        assert (line.get_markerfacecolor() != "white") == judged
+        ratio, filled = points[row]
+        assert ratio == pytest.approx(float(other.loc[name, "ratio"]))  # as the table states it: > 1 slower
+        assert filled == (other.loc[name, "mark"] == MARK_CHANGED)
     # The read bandwidth the older Xeon run lacks is named under the figure, not dropped silently.
     assert "read bandwidth" not in drawn
     assert "Left out: read bandwidth" in figure.get_supxlabel().replace("\n", " ")

@@ -49,6 +49,10 @@ def main(argv: list[str]) -> int:
     command._load = _timed("loading and choosing the runs (_load)", command._load)
     report.fit_all = _timed("fits (fit_all)", report.fit_all)
     report.compared_table = _timed("table (compared_table)", report.compared_table)
+    figures.Drawing.beside_result = _timed(
+        "waiting for the predictions (Drawing.beside_result)", figures.Drawing.beside_result
+    )
+    report._report_lines = _timed("the report's text (_report_lines)", report._report_lines)
     figures.Drawing.finish = _timed("machines figure and waiting (Drawing.finish)", figures.Drawing.finish)
     report._write_report = _timed("after loading (_write_report)", report._write_report)
     try:
