@@ -539,8 +539,7 @@ def _compare(args: argparse.Namespace) -> int:
             paths = ", ".join(map(str, args.paths))
             raise CLIError(f"--by {args.by}: no launchbench run with {args.by} cases in {paths}")
         return _compare_cases(args, fact)
-    from analysis.compare import compared_table, group_notes, point_columns, point_table
-    from analysis.fits import fit_all
+    from analysis.compare import compared_table, fitted_and_started, group_notes, point_columns, point_table
     from analysis.verdicts import with_run_kinds
 
     selection = _selected(args, loaded, apart=column)
@@ -562,8 +561,9 @@ def _compare(args: argparse.Namespace) -> int:
     if args.points:
         table = point_table(frame, groups.baseline.label, args.threshold)
         return _print_cases(args, head, table, groups, point_columns(frame), ("median",))
-    fits = fit_all(frame, predictions=False, memo=memo)
-    table = compared_table(frame, fits, groups.baseline.label, memo, args.threshold)
+    # The table's measured figures are judged while worker processes fit the machines.
+    fits, start = fitted_and_started(frame, groups.baseline.label, memo, args.threshold)
+    table = compared_table(frame, fits, groups.baseline.label, memo, args.threshold, start)
     return _print_figures(args, head, table, groups)
 
 
@@ -798,9 +798,8 @@ def _launchbench_figures(
     """``plot``'s figures of launchbench runs, grouped as ``compare`` groups them (``--by``), written under
     ``stage`` (``memo``: where results computed before are kept); the lines about the runs and the groups on
     stderr."""
-    from analysis.compare import compared_table, group_notes
+    from analysis.compare import compared_table, fitted_and_started, group_notes
     from analysis.figures import write_figures
-    from analysis.fits import fit_all
     from analysis.load import fact_column
     from analysis.runs import selection_lines
     from analysis.verdicts import with_run_kinds
@@ -812,8 +811,8 @@ def _launchbench_figures(
         _say(f"{_PROG}: {line}", sys.stderr)
     _say(f"{_PROG}: baseline (by {groups.by}): {groups.baseline.label}, {groups.rule}", sys.stderr)
     frame = with_run_kinds(groups.relabel(selection.result.frame), selection.result.runs)
-    fits = fit_all(frame, memo=memo)
-    table = compared_table(frame, fits, groups.baseline.label, memo, args.threshold)
+    fits, start = fitted_and_started(frame, groups.baseline.label, memo, args.threshold, predictions=True)
+    table = compared_table(frame, fits, groups.baseline.label, memo, args.threshold, start)
     return write_figures(frame, fits, table, out_dir=stage, formats=args.formats, memo=memo)
 
 

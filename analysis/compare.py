@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -1059,13 +1059,35 @@ def compared_table(
     baseline: str | None,
     memo: Memo | None = None,
     threshold: float = verdicts.THRESHOLD,
+    start: TableStart | None = None,
 ) -> pd.DataFrame:
-    """``figure_table(frame, fits, baseline, threshold)``, read back from ``memo`` (``analysis.memo``) when
-    it was computed before from the same rows, fits, baseline and threshold."""
+    """``figure_table(frame, fits, baseline, threshold, start)``, read back from ``memo`` (``analysis.memo``)
+    when it was computed before from the same rows, fits, baseline and threshold."""
     if memo is None:
-        return figure_table(frame, fits, baseline, threshold)
+        return figure_table(frame, fits, baseline, threshold, start)
     key = memo.key("figure_table", frame, fits, baseline, threshold)
-    return memo.cached(key, lambda: figure_table(frame, fits, baseline, threshold))
+    return memo.cached(key, lambda: figure_table(frame, fits, baseline, threshold, start))
+
+
+def fitted_and_started(
+    frame: pd.DataFrame,
+    baseline: str,
+    memo: Memo | None = None,
+    threshold: float = verdicts.THRESHOLD,
+    predictions: bool = False,
+) -> tuple[Fits, TableStart | None]:
+    """``fit_all(frame, predictions, memo)``, with the table's start (``table_start``) made while worker
+    processes fit; None where none did (the fits were kept, or made here), and ``figure_table`` makes it."""
+    from analysis.fits import fit_all
+
+    started: list[TableStart] = []
+    fits = fit_all(
+        frame,
+        predictions=predictions,
+        memo=memo,
+        meanwhile=lambda: started.append(table_start(frame, baseline, threshold)),
+    )
+    return fits, started[0] if started else None
 
 
 #: Units of figures that are rates (higher is faster): their time ratio is the baseline's ÷ this group's.
@@ -1081,7 +1103,11 @@ def time_ratio(value: float, base_value: float, unit: str) -> float:
 
 
 def figure_table(
-    frame: pd.DataFrame, fits: Fits, baseline: str | None, threshold: float = verdicts.THRESHOLD
+    frame: pd.DataFrame,
+    fits: Fits,
+    baseline: str | None,
+    threshold: float = verdicts.THRESHOLD,
+    start: TableStart | None = None,
 ) -> pd.DataFrame:
     """The comparison, long form: one row per headline figure of every family and group
     (``FIGURE_TABLE_COLUMNS``; the group in ``machine_id``, see the module docstring): the fitted CPU figures
@@ -1093,6 +1119,9 @@ def figure_table(
     own fit, or its statistic), with ``ratio_low``/``ratio_high`` and the corrected ``p_value``;
     ``evidence`` says what it rested on. ``attrs["baseline"]`` names the baseline group,
     ``attrs["verdicts"]`` the correction (``analysis.verdicts.Judged``).
+
+    ``start``: ``table_start(frame, baseline, threshold)``, made before (while the fits were made): the
+    same table.
     """
     tables = {"host": fits.host, "launch": wide_launch(fits.launch), "calls": wide_calls(fits.calls)}
     specs = [
@@ -1100,11 +1129,11 @@ def figure_table(
         for spec in (*HOST_FIGURES, *_call_figures(tables["calls"]), *LAUNCH_FIGURES)
         if spec.column in tables[spec.table].columns
     ]
-    groups = frame_groups(frame)
-    base = choose_baseline(groups, baseline)
-    frame = _with_sources(frame)
-    judge = _Judge(frame, threshold)
-    per_run = _per_run_fits(frame, {spec.table for spec in specs})
+    start = start if start is not None else table_start(frame, baseline, threshold, families=())
+    groups, base, frame, judge = start.groups, start.base, start.frame, start.judge
+    needed = {spec.table for spec in specs}
+    per_run = {family: start.per_run[family] for family in needed & set(start.per_run)}
+    per_run.update(_per_run_fits(frame, needed - set(per_run)))
     rows = []
     for spec in specs:
         table = tables[spec.table].set_index("machine_id", drop=False)
@@ -1160,9 +1189,7 @@ def figure_table(
             )
     launch_labels = {spec.label for spec in LAUNCH_FIGURES}
     fitted = [row for row in rows if row["figure"] not in launch_labels]
-    masks: dict[tuple[str, object], np.ndarray] = {}
-    for figure in measured_figures(frame):
-        fitted += _measured_rows(frame, figure, groups, base, judge, masks)
+    fitted += start.measured
     launch_rows = [row for row in rows if row["figure"] in launch_labels]
     columns = [*FIGURE_TABLE_COLUMNS[:9], "mark", "_verdict", "unstable", "warm_up"]
     table = pd.DataFrame([*fitted, *launch_rows], columns=columns)
@@ -1171,15 +1198,54 @@ def figure_table(
     return table
 
 
+@dataclass(frozen=True)
+class TableStart:
+    """What ``figure_table`` makes without the fits (``table_start``): the groups and the baseline, the
+    frame with its sources, the verdicts' judge holding the measured figures' evidence, those figures'
+    rows, and each family's per-run fits (by family)."""
+
+    groups: list[str]
+    base: str
+    frame: pd.DataFrame
+    judge: _Judge
+    measured: list[dict[str, object]]
+    per_run: dict[str, pd.DataFrame]
+
+
+def table_start(
+    frame: pd.DataFrame,
+    baseline: str | None,
+    threshold: float = verdicts.THRESHOLD,
+    families: Collection[str] = ("host", "calls"),
+) -> TableStart:
+    """The part of ``figure_table(frame, …, baseline, threshold)`` that needs no fit: the measured figures'
+    rows and evidence, and the per-run fits of ``families``. Made while the machines are fitted, in
+    worker processes (``analysis.fits.fit_all``'s ``meanwhile``), it is half of the table's time taken
+    from after the fits; the verdicts come out the same, as the correction does not depend on the order
+    in which the evidence came."""
+    groups = frame_groups(frame)
+    base = choose_baseline(groups, baseline)
+    frame = _with_sources(frame)
+    judge = _Judge(frame, threshold)
+    per_run = _per_run_fits(frame, set(families))
+    masks: dict[tuple[str, object], np.ndarray] = {}
+    measured = []
+    for figure in measured_figures(frame):
+        measured += _measured_rows(frame, figure, groups, base, judge, masks)
+    return TableStart(groups, base, frame, judge, measured, per_run)
+
+
 def _per_run_fits(frame: pd.DataFrame, families: set[str]) -> dict[str, pd.DataFrame]:
-    """Each family's fit of every run alone (``machine_id`` = the run's source): the per-run figures a
-    verdict rests on (``analysis.verdicts``), estimates alone (no verdict reads a run's own interval); the
+    """Each of ``families``' fit of every run alone (``machine_id`` = the run's source): the per-run figures
+    a verdict rests on (``analysis.verdicts``), estimates alone (no verdict reads a run's own interval); the
     CPU laws of every run at once (``analysis.run_fits``: ``fit_host``'s and ``fit_calls``' estimates)."""
     from analysis.launch import fit_launch
     from analysis.run_fits import call_estimates, host_estimates
 
+    if not families:
+        return {}
     by_run = frame.assign(machine_id=frame["source"].astype(str))
-    out = {"host": pd.DataFrame(), "launch": pd.DataFrame(), "calls": pd.DataFrame()}
+    out = {}
     if "host" in families:
         out["host"] = host_estimates(by_run)
     if "calls" in families:

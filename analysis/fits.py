@@ -87,17 +87,25 @@ def has_cases(frame: pd.DataFrame, cases: tuple[str, ...], device: str | None = 
     return bool(rows.any())
 
 
-def fit_all(frame: pd.DataFrame, predictions: bool = True, memo: Memo | None = None) -> Fits:
+def fit_all(
+    frame: pd.DataFrame,
+    predictions: bool = True,
+    memo: Memo | None = None,
+    meanwhile: Callable[[], object] | None = None,
+) -> Fits:
     """Fit every family present in ``frame`` once, so the table, the figures, the report and the summary
     agree; the decode steps are predicted from these same host and launch fits. ``predictions``: False
     leaves the predicted tables (many vs one, spin, the decode steps and demo) empty, for a caller that
     shows the fitted figures only (``python -m analysis compare``), or that predicts later
     (``with_predictions``: a report draws the fitted laws' figures meanwhile). ``memo``: where fits computed
-    before from the same rows are kept (``analysis.memo``): the whole frame's, else each machine's."""
+    before from the same rows are kept (``analysis.memo``): the whole frame's, else each machine's.
+    ``meanwhile``: called here while worker processes fit (work of the caller's that needs no fit, such as
+    ``analysis.compare.table_start``); not called where no worker fits (every fit kept, one CPU, or
+    threads instead of processes): the caller then does that work itself when it needs it."""
     if memo is None:
-        fitted = _fit_all(frame, None)
+        fitted = _fit_all(frame, None, meanwhile)
     else:
-        fitted = memo.cached(memo.key("fit_all", frame), lambda: _fit_all(frame, memo))
+        fitted = memo.cached(memo.key("fit_all", frame), lambda: _fit_all(frame, memo, meanwhile))
     return with_predictions(frame, fitted, memo) if predictions else fitted
 
 
@@ -116,12 +124,12 @@ def predictions_key(memo: Memo, frame: pd.DataFrame, fits: Fits) -> str:
     return memo.key("predictions", frame, fits)
 
 
-def _fit_all(frame: pd.DataFrame, memo: Memo | None) -> Fits:
+def _fit_all(frame: pd.DataFrame, memo: Memo | None, meanwhile: Callable[[], object] | None = None) -> Fits:
     empty = pd.DataFrame()
     families = [_Family(fit_host, HOST_COLUMNS, "host"), _Family(fit_calls, CALL_COLUMNS, "calls")]
     if has_cases(frame, CUDA_CASES, "cuda"):
         families.append(_Family(fit_launch, FIT_COLUMNS, "launch"))
-    fitted = _per_machine(families, frame, memo)
+    fitted = _per_machine(families, frame, memo, meanwhile)
     launch = fitted.get("launch", pd.DataFrame(columns=list(FIT_COLUMNS)))
     return Fits(fitted["host"], empty, launch, empty, empty, empty, fitted["calls"])
 
@@ -137,12 +145,15 @@ class _Family:
 
 
 def _per_machine(
-    families: list[_Family], frame: pd.DataFrame, memo: Memo | None = None
+    families: list[_Family],
+    frame: pd.DataFrame,
+    memo: Memo | None = None,
+    meanwhile: Callable[[], object] | None = None,
 ) -> dict[str, pd.DataFrame]:
     """Each family's ``fit(frame)``, by name, fitted machine by machine side by side (see the module
     docstring): the same rows, in the same order (by machine id), as one call. With ``memo``, a machine
     whose rows were fitted before (by the fit of that family) is read back, and only the others are fitted;
-    every family's machines share one set of workers."""
+    every family's machines share one set of workers; ``meanwhile`` as ``fit_all``'s."""
     if frame.empty or "machine_id" not in frame:
         return {family.name: family.fit(frame) for family in families}
     where = frame.groupby("machine_id", sort=True, observed=True).indices
@@ -169,7 +180,8 @@ def _per_machine(
     if workers < 2:
         fitted = [fit_one(job) for job in todo]
     elif forks(pool_context()):  # forked workers, which inherit the frame
-        fitted = _forked_fits(frame, [(family.fit, machines[index]) for family, index in todo], workers)
+        jobs_todo = [(family.fit, machines[index]) for family, index in todo]
+        fitted = _forked_fits(frame, jobs_todo, workers, meanwhile)
     else:
         with ThreadPoolExecutor(max_workers=workers) as pool:
             fitted = list(pool.map(fit_one, todo))
@@ -188,18 +200,21 @@ def _per_machine(
 
 
 def _forked_fits(
-    frame: pd.DataFrame, jobs: list[tuple[Callable[[pd.DataFrame], pd.DataFrame], np.ndarray]], workers: int
+    frame: pd.DataFrame,
+    jobs: list[tuple[Callable[[pd.DataFrame], pd.DataFrame], np.ndarray]],
+    workers: int,
+    meanwhile: Callable[[], object] | None = None,
 ) -> list[pd.DataFrame]:
     """Each job's fit of ``frame``'s rows at its positions, in ``workers`` forked processes that inherit the
     frame and the jobs (copied only where written: ``frozen_heap`` keeps the collector from writing into
     every object) and send back the fitted rows: the loaders' pool (``analysis.load.start_workers``), so a
-    worker killed is one line (``WorkerLost``) and the workers end with the command."""
+    worker killed is one line (``WorkerLost``) and the workers end with the command. ``meanwhile`` is
+    called here while they fit."""
     _FITTING[:] = [(frame, jobs)]
     try:
         with frozen_heap():
-            return run_workers(
-                workers, None, [(_fit_inherited, (index,)) for index in range(len(jobs))], _lost_line
-            )
+            calls = [(_fit_inherited, (index,)) for index in range(len(jobs))]
+            return run_workers(workers, None, calls, _lost_line, meanwhile)
     finally:
         _FITTING.clear()
 

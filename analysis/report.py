@@ -18,10 +18,10 @@ from typing import Any
 import pandas as pd
 
 from analysis import ops
-from analysis.compare import BY_MACHINE, Groups, compared_table, group_runs
+from analysis.compare import BY_MACHINE, Groups, compared_table, fitted_and_started, group_runs
 from analysis.decode_text import prediction_cell, rounds_below_text, where
 from analysis.figures import FIGURES_DIR, FIGURES_OWNER, PREDICTION_FIGURES, start_figures
-from analysis.fits import Fits, fit_all, predictions_key, with_predictions
+from analysis.fits import Fits, predictions_key, with_predictions
 from analysis.host import BANDWIDTH_OPS
 from analysis.memo import Memo
 from analysis.output import DEFAULT_FIGURE_FORMATS, publish_whole, staging
@@ -600,8 +600,9 @@ def _write_report(
     # One frame for the fits, the table and the figures (as ``plot`` has it): ``analysis.memo`` hashes the
     # rows of each frame it keys once, 0.6 s for 1,000 quick runs.
     frame = with_run_kinds(result.frame, result.runs)
-    fitted = fit_all(frame, predictions=False, memo=memo)
     groups = group_runs(result.runs, BY_MACHINE, baseline)
+    # The table's measured figures are judged while worker processes fit the machines.
+    fitted, start = fitted_and_started(frame, groups.baseline.label, memo)
     # Worker processes draw the figures of the fitted laws while the table is computed here, and make the
     # predictions (unless kept, ``analysis.memo``) before they draw; then they draw the predictions'
     # figures while this process draws the table's.
@@ -609,7 +610,7 @@ def _write_report(
     beside = None if kept else (with_predictions, (frame, fitted, memo))
     later = PREDICTION_FIGURES
     with start_figures(frame, fitted, out_dir, formats, memo=memo, later=later, beside=beside) as drawing:
-        table = compared_table(frame, fitted, groups.baseline.label, memo)
+        table = compared_table(frame, fitted, groups.baseline.label, memo, start=start)
         fits = predicted if kept else drawing.beside_result()
         drawing.add(later, fits)
         lines = _report_lines(selection, frame, fits, table, groups)  # while the workers draw

@@ -1,6 +1,7 @@
 """The machines' fits made side by side (``analysis.fits``): in forked worker processes, which inherit the
 frame, where the command may fork (no JAX or PyTorch loaded), else in threads; the tables are those of
-fitting the machines one after another, and a worker killed while it fits is one line, not a hang.
+fitting the machines one after another, the comparison table started while they fit is the table made
+after them, and a worker killed while it fits is one line, not a hang.
 
 Each check runs in a fresh interpreter: JAX, which other tests of a session load, makes the command fit in
 threads, and the forked path is the one a user's command takes.
@@ -68,6 +69,22 @@ for name in ("host", "calls"):
     assert not getattr(serial, name).empty, name
     pd.testing.assert_frame_equal(getattr(side_by_side, name), getattr(serial, name))
     pd.testing.assert_frame_equal(getattr(kept, name), getattr(serial, name))
+# The caller's work meanwhile runs while workers fit, and only then.
+called = []
+fits.fit_all(frame, predictions=False, meanwhile=lambda: called.append("forked"))
+with mock.patch.object(fits, "usable_cpus", lambda: 1):
+    fits.fit_all(frame, predictions=False, meanwhile=lambda: called.append("serial"))
+assert called == ["forked"], called
+# The table started while the machines are fitted (its measured figures' evidence first) is the same table.
+from analysis.compare import figure_table, fitted_and_started
+plain = figure_table(frame, serial, None)
+assert plain.attrs["verdicts"].judged > 0
+started_fits, start = fitted_and_started(frame, plain.attrs["baseline"])
+assert start is not None and start.measured
+started = figure_table(frame, started_fits, None, start=start)
+pd.testing.assert_frame_equal(started, plain)
+assert started.attrs["verdicts"].marks == plain.attrs["verdicts"].marks
+assert started.attrs["verdicts"].adjusted_p == plain.attrs["verdicts"].adjusted_p
 print("same")
 """
 

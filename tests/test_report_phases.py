@@ -27,7 +27,12 @@ def test_the_phases_are_timed_and_the_report_is_written(tmp_path: Path) -> None:
     assert (out / "report.md").read_text(encoding="utf-8").startswith("# launchbench report")
     phases = [line for line in done.stderr.splitlines() if line.startswith("[")]
     names = " ".join(phases)
-    for name in ("loading (map_batches)", "fits (fit_all)", "table (compared_table)", "end: command"):
+    for name in (
+        "loading (map_batches)",
+        "fits (fitted_and_started)",
+        "table (compared_table)",
+        "end: command",
+    ):
         assert name in names, done.stderr
     for line in phases[:-1]:
         began, ended = map(float, re.match(r"\[\s*([\d.]+) →\s*([\d.]+)\]", line).groups())
