@@ -628,12 +628,18 @@ def _encode(values: object) -> tuple[object, str]:
     # Distinct values by type and ``repr`` (the loader's values are JSON's: texts, numbers, None, tuples and
     # dicts of them, whose ``repr`` tells apart 1, 1.0, True and -0.0), each encoded once.
     distinct: dict[tuple[type, str], int] = {}
+    # The same object again (NaN where a row lacks the key, None, a run's value in each of its rows, a text
+    # the loader shared) is told by its identity, without its ``repr``: ``values`` holds every one of them
+    # alive meanwhile, so no identity is reused.
+    by_id: dict[int, int] = {}
     firsts: list[object] = []
     codes = np.empty(len(values), dtype=np.int32)
     for row, value in enumerate(values):
-        code = distinct.setdefault((type(value), repr(value)), len(distinct))
-        if code == len(firsts):
-            firsts.append(value)
+        code = by_id.get(id(value))
+        if code is None:
+            code = by_id[id(value)] = distinct.setdefault((type(value), repr(value)), len(distinct))
+            if code == len(firsts):
+                firsts.append(value)
         codes[row] = code
     dictionary = pa.array([dumps(value) for value in firsts], pa.binary())
     return pa.DictionaryArray.from_arrays(pa.array(codes), dictionary), _VALUES
