@@ -79,7 +79,7 @@ from analysis.schema import RUN_RECORD_KEY as RUN_RECORD_KEY  # the data contrac
 from analysis.schema import SUITE, CheckedRun, check_run, printable
 from analysis.sentinel import from_record as sentinel_from_record
 from analysis.signals import WorkerLost, held, lost_line, process_alive, release
-from analysis.steady import STEADY_COLUMNS, steady_rounds
+from analysis.steady import STEADY_COLUMNS, WARM_UP, classify, steady_rounds
 from model.hardware import ATTRIBUTE_KEYS
 
 try:
@@ -248,8 +248,9 @@ def load_doc(doc: Mapping, source: str) -> LoadResult:
     when not saved). Benchmarks of other suites are left out; a run with none of ours gives an empty frame.
     ``doc`` is not changed.
     """
-    shared, rows, run, problems = _loaded(check_run(doc, source), source)
-    rows = joined_rows(shared, rows)
+    checked = check_run(doc, source)
+    shared, _, run, problems = _loaded(checked, source)
+    rows = joined_rows(shared, _rows(checked)) if run is not None else []
     runs = pd.DataFrame([run] if rows else [], columns=list(RUN_INFO_COLUMNS))
     return LoadResult(
         frame=_frame(rows), problems=tuple(problems), files_used=(Path(source),) if rows else (), runs=runs
@@ -627,12 +628,15 @@ def _walk(
 
 #: What one file gave: the columns its rows share (the run's: ``_shared_columns``), each row's own columns,
 #: the run info (None for a file without rows) and the problem lines.
-FileResult = tuple[dict[str, object], list[dict[str, object]], dict[str, object] | None, list[str]]
+#: One file read (``_read_file``): the columns its rows share (``_shared_columns``), its rows' own columns
+#: (``_columns``: one list per key, all of one length), its ``RUN_INFO_COLUMNS`` row (None for a file
+#: without a usable case) and its problem lines.
+FileResult = tuple[dict[str, object], dict[str, list[object]], dict[str, object] | None, list[str]]
 
 
 def joined_rows(shared: Mapping[str, object], rows: list[dict[str, object]]) -> list[dict[str, object]]:
-    """One dict per row of a file (``FileResult``): the shared columns first, then the row's own (no key is
-    in both: an ``extra_info`` key may not name a run's column, ``_RESERVED_COLUMNS``)."""
+    """One dict per row of a file (``_rows``): the shared columns first, then the row's own (no key is in
+    both: an ``extra_info`` key may not name a run's column, ``_RESERVED_COLUMNS``)."""
     return [{**shared, **row} for row in rows]
 
 
@@ -722,10 +726,11 @@ def _read_batch(paths: list[Path], samples: Samples, facts: Sequence[str]) -> _B
     count = 0
     batch = _Batch(columns={}, runs=[], problems=[], used=[])
     for path in paths:
-        shared, rows, run, problems = _read_file(path, samples, facts)
+        shared, columns, run, problems = _read_file(path, samples, facts)
         batch.problems.extend(problems)
-        keys = tuple(dict.fromkeys(itertools.chain(shared, *rows)))  # in order of first appearance
-        batch.files.append((len(rows), problems, keys))
+        rows = len(next(iter(columns.values()))) if columns else 0
+        keys = tuple(dict.fromkeys(itertools.chain(shared, columns)))  # in order of first appearance
+        batch.files.append((rows, problems, keys))
         if not rows:
             continue
         for key in keys:
@@ -734,14 +739,14 @@ def _read_batch(paths: list[Path], samples: Samples, facts: Sequence[str]) -> _B
             if key in shared:  # the run's value, the same in each row
                 value = shared[key]
                 values[key].extend(
-                    [texts.setdefault(value, value) if isinstance(value, str) else value] * len(rows)
+                    [texts.setdefault(value, value) if isinstance(value, str) else value] * rows
                 )
                 continue
-            column = [row.get(key, math.nan) for row in rows]
+            column = columns[key]
             if any(issubclass(kind, str) for kind in set(map(type, column))):
                 column = [texts.setdefault(v, v) if isinstance(v, str) else v for v in column]
             values[key].extend(column)
-        count += len(rows)
+        count += rows
         for column in values.values():
             if len(column) < count:
                 column.extend([math.nan] * (count - len(column)))
@@ -1101,7 +1106,7 @@ def _read_file(path: Path, samples: Samples, facts: Sequence[str] = ()) -> FileR
         parsed = _parsed(path, samples)
         if isinstance(parsed, str):
             return {}, [], None, [f"{name}: {parsed}"]
-        shared, rows, run, problems = _loaded(check_run(parsed, name), name)  # the name as lines show it
+        shared, columns, run, problems = _loaded(check_run(parsed, name), name)  # the name as lines show it
     except RecursionError:
         return {}, [], None, [f"{name}: nested too deeply to be a saved run (RecursionError)"]
     except MemoryError:
@@ -1112,7 +1117,7 @@ def _read_file(path: Path, samples: Samples, facts: Sequence[str] = ()) -> FileR
         for fact in facts:
             text = fact_text(parsed, fact)
             run[fact_column(fact)] = None if text is None else printable(text)
-    return shared, rows, run, problems
+    return shared, columns, run, problems
 
 
 def read_run(path: Path, samples: Samples) -> dict | str:
@@ -1337,10 +1342,14 @@ def _cut_index(value: object, count: int, done: set[int]) -> int | None:
 def _loaded(checked: CheckedRun, source: str) -> FileResult:
     """The ``FileResult`` of one checked run."""
     if checked.run is None:
-        return {}, [], None, list(checked.problems)
-    shared = _shared_columns(checked, source)
-    rows = _rows(checked)
-    return shared, rows, _run_info(checked, rows, source), list(checked.problems)
+        return {}, {}, None, list(checked.problems)
+    columns = _columns(checked)
+    return (
+        _shared_columns(checked, source),
+        columns,
+        _run_info(checked, columns, source),
+        list(checked.problems),
+    )
 
 
 def _mapping(value: object) -> Mapping:
@@ -1358,7 +1367,7 @@ def _text(value: object) -> str | None:
     return printable(value) if isinstance(value, str) and value else None
 
 
-def _run_info(checked: CheckedRun, rows: list[dict[str, object]], source: str) -> dict[str, object]:
+def _run_info(checked: CheckedRun, columns: dict[str, list[object]], source: str) -> dict[str, object]:
     """One ``RUN_INFO_COLUMNS`` row for a run: identity, what its record says, its digest and conditions."""
     run = checked.run
     machine_info = run["machine_info"]
@@ -1373,8 +1382,8 @@ def _run_info(checked: CheckedRun, rows: list[dict[str, object]], source: str) -
         run_datetime=run["datetime"],
         has_record=record is not None,
         digest=_digest(checked.cases),
-        has_samples=any(row["data"] is not None for row in rows),
-        families=tuple(sorted({str(row.get("case")) for row in rows})),
+        has_samples=any(data is not None for data in columns["data"]),
+        families=tuple(sorted({str(case["extra_info"].get("case")) for case in checked.cases})),
         unfinished=(),
         gpu_slowdown=(),
         faults=(),
@@ -1504,6 +1513,42 @@ def _rows(checked: CheckedRun) -> list[dict[str, object]]:
         steady_rounds(row)
         rows.append(row)
     return rows
+
+
+def _columns(checked: CheckedRun) -> dict[str, list[object]]:
+    """``_rows(checked)`` as columns: one list per key, the keys in the order of their first appearance in
+    the rows, NaN where a row lacks the key (as ``_read_batch`` joins them). Made from the cases without a
+    dict per row where no ``extra_info`` holds a reserved key (a dict per row, then taken apart by key, was a
+    fifth of a quick run's loading); a warm-up case's row is made as ``_rows`` makes it."""
+    cases = checked.cases
+    extras = [case["extra_info"] for case in cases]
+    if not all(map(_RESERVED_COLUMNS.isdisjoint, extras)):  # a key of the run's or of every row's: rare
+        rows = _rows(checked)
+        return {
+            key: [row.get(key, math.nan) for row in rows] for key in dict.fromkeys(itertools.chain(*rows))
+        }
+    stats = [case["stats"] for case in cases]
+    columns: dict[str, list[object]] = {
+        key: [case[key] for case in cases] for key in ("name", "fullname", "group")
+    }
+    columns.update((key, [extra.get(key, math.nan) for extra in extras]) for key in extras[0])
+    columns.update((column, [values.get(column) for values in stats]) for column in STAT_COLUMNS)
+    data = columns["data"] = [values["data"] for values in stats]
+    found = [classify(rounds) if isinstance(rounds, np.ndarray) else None for rounds in data]
+    columns["steady"] = [steadiness.kind if steadiness is not None else math.nan for steadiness in found]
+    columns["warm_up_rounds"] = [
+        steadiness.warm_up_rounds if steadiness is not None else math.nan for steadiness in found
+    ]
+    for extra in extras[1:]:
+        for key in extra:
+            if key not in columns:
+                columns[key] = [other.get(key, math.nan) for other in extras]
+    for index, steadiness in enumerate(found):
+        if steadiness is not None and steadiness.kind == WARM_UP:  # its rounds, stats and probe trimmed
+            (row,) = _rows(CheckedRun(run=checked.run, cases=(cases[index],), problems=()))
+            for key, value in row.items():
+                columns[key][index] = value
+    return columns
 
 
 def _frame(rows: list[dict[str, object]] | dict[str, Column], categorical: bool = False) -> pd.DataFrame:

@@ -37,7 +37,8 @@ def _same(x: object, y: object) -> bool:
 def many_runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The real runs, copied round-robin into more files than ``PARALLEL_MIN_FILES`` (so that workers read
     them in batches), each a machine of its own; some copies carry an ``extra_info`` key no other case has
-    (a column that is missing in most rows, text in some, numbers in others) and some lack their samples."""
+    (a column that is missing in most rows, text in some, numbers in others), some lack their samples, some
+    hold a warm-up, and some an ``extra_info`` key that names a run's column or a row's own."""
     folder = tmp_path_factory.mktemp("many")
     docs = [json.loads(path.read_text(encoding="utf-8")) for path in RUNS]
     for index in range(PARALLEL_MIN_FILES + 5):
@@ -51,18 +52,36 @@ def many_runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
         if index % 4 == 2:
             for case in doc["benchmarks"]:
                 case["stats"].pop("data", None)
+        other = doc["benchmarks"][(index + 1) % len(doc["benchmarks"])]
+        if index % 6 == 1:  # a warm-up: its row's rounds, statistics and probe trimmed
+            other["stats"]["data"] = [2e-5] * 6 + [1e-5] * 10
+        elif index % 6 == 3:  # a key of the run's (left out) or of every row's (read as rows are)
+            other["extra_info"]["host"] = "not the run's host"
+            other["extra_info"]["name"] = "not the case's name"
         (folder / f"{index:04d}.json").write_text(json.dumps(doc, indent=4), encoding="utf-8")
     return folder
+
+
+def _rows_of(path: Path, samples: load.Samples) -> list[dict[str, object]]:
+    """A file's rows made one dict per row (``load._rows``), as ``load_doc`` makes them: what the batches'
+    columns (``load._columns``) are held to."""
+    name = load.printable(path)
+    checked = load.check_run(load._parsed(path, samples), name)
+    if checked.run is None:
+        return []
+    return load.joined_rows(load._shared_columns(checked, name), load._rows(checked))
 
 
 @pytest.mark.parametrize("samples", [True, False])
 def test_batched_frame_equals_the_frame_of_one_dict_per_row(many_runs: Path, samples: bool) -> None:
     files = sorted(many_runs.glob("*.json"))
-    rows = [row for path in files for row in load.joined_rows(*load._read_file(path, samples)[:2])]
+    rows = [row for path in files for row in _rows_of(path, samples)]
     expected = load._frame(rows)
     frame = load_runs([many_runs], samples=samples).frame
     assert list(frame.columns) == list(expected.columns)
     assert "note" in frame.columns
+    assert (frame["steady"] == "warm-up").any() == samples  # rounds are classified only where read
+    assert not {"not the run's host", "not the case's name"} & {*frame["host"], *frame["name"]}
     for column in expected.columns:
         assert frame[column].dtype == expected[column].dtype, column
         wrong = [(a, b) for a, b in zip(frame[column], expected[column], strict=True) if not _same(a, b)]
@@ -92,7 +111,7 @@ def test_samples_cut_out_before_parsing_or_dropped_after_give_the_same_rows(
     files = sorted(many_runs.glob("*.json"))
 
     def rows() -> list[dict[str, object]]:
-        return [row for path in files for row in load.joined_rows(*load._read_file(path, samples)[:2])]
+        return [row for path in files for row in _rows_of(path, samples)]
 
     cut_out = []
     without_samples = load._without_samples
