@@ -941,7 +941,9 @@ class _Judge:
     """The verdicts of one table: each figure's evidence collected as its row is made (``add``), then every
     judged row corrected at once (``apply``: ``analysis.verdicts.correct`` across all of them)."""
 
-    def __init__(self, frame: pd.DataFrame, threshold: float) -> None:
+    def __init__(
+        self, frame: pd.DataFrame, threshold: float, evidence: Sequence[verdicts.Evidence] = ()
+    ) -> None:
         self.threshold = threshold
         # One row per run: what the verdicts read of a run is the same on all its rows (a fleet's frame holds
         # 4·10⁶ rows, its runs 10⁵).
@@ -953,10 +955,15 @@ class _Judge:
         )
         quick = runs["quick"] if "quick" in runs else pd.Series(False, index=runs.index)
         self._quick = dict(zip(sources, quick.astype(bool), strict=True))
-        self._items: list[verdicts.Evidence] = []
+        self._items: list[verdicts.Evidence] = list(evidence)  # collected before (``TablePart``)
         self._labelled: tuple[pd.Index, np.ndarray] | None = None
         self._spread_of: tuple[pd.Series, tuple[float, int, int]] | None = None
         self._read_of: tuple[pd.Series, tuple[np.ndarray, np.ndarray, bool]] | None = None
+
+    @property
+    def evidence(self) -> list[verdicts.Evidence]:
+        """The evidence collected so far, numbered as ``add`` numbered it."""
+        return list(self._items)
 
     def _labels(self, sources: pd.Index) -> np.ndarray:
         """The group of each of ``sources`` (None where unknown), kept for the next call: a figure's groups
@@ -1076,18 +1083,15 @@ def fitted_and_started(
     threshold: float = verdicts.THRESHOLD,
     predictions: bool = False,
 ) -> tuple[Fits, TableStart | None]:
-    """``fit_all(frame, predictions, memo)``, with the table's start (``table_start``) made while worker
-    processes fit; None where none did (the fits were kept, or made here), and ``figure_table`` makes it."""
-    from analysis.fits import fit_all
+    """``fit_all(frame, predictions, memo)``, with the table's start (``table_part``) made by one of the
+    forked workers that fit, beside the fits; None where none was forked (the fits were kept, or made here),
+    and ``figure_table`` makes it."""
+    from analysis.fits import Beside, fit_all
 
-    started: list[TableStart] = []
-    fits = fit_all(
-        frame,
-        predictions=predictions,
-        memo=memo,
-        meanwhile=lambda: started.append(table_start(frame, baseline, threshold)),
-    )
-    return fits, started[0] if started else None
+    beside = Beside((table_part, (frame, baseline, threshold)))
+    fits = fit_all(frame, predictions=predictions, memo=memo, beside=beside)
+    start = _table_begun(frame, baseline, threshold, beside.result[0]) if beside.result else None
+    return fits, start
 
 
 #: Units of figures that are rates (higher is faster): their time ratio is the baseline's ÷ this group's.
@@ -1212,6 +1216,17 @@ class TableStart:
     per_run: dict[str, pd.DataFrame]
 
 
+@dataclass(frozen=True)
+class TablePart:
+    """A ``TableStart`` as a worker sends it back (``table_part``): the measured figures' rows, their
+    evidence (numbered as the rows' ``_verdict`` says) and the per-run fits; the rest is remade from the
+    frame where it is received (``_table_begun``)."""
+
+    measured: list[dict[str, object]]
+    evidence: list[verdicts.Evidence]
+    per_run: dict[str, pd.DataFrame]
+
+
 def table_start(
     frame: pd.DataFrame,
     baseline: str | None,
@@ -1219,20 +1234,38 @@ def table_start(
     families: Collection[str] = ("host", "calls"),
 ) -> TableStart:
     """The part of ``figure_table(frame, …, baseline, threshold)`` that needs no fit: the measured figures'
-    rows and evidence, and the per-run fits of ``families``. Made while the machines are fitted, in
-    worker processes (``analysis.fits.fit_all``'s ``meanwhile``), it is half of the table's time taken
-    from after the fits; the verdicts come out the same, as the correction does not depend on the order
-    in which the evidence came."""
-    groups = frame_groups(frame)
-    base = choose_baseline(groups, baseline)
-    frame = _with_sources(frame)
-    judge = _Judge(frame, threshold)
+    rows and evidence, and the per-run fits of ``families``. Made beside the machines' fits
+    (``fitted_and_started``), it is most of the table's time taken from after them; the verdicts come out
+    the same, as the correction does not depend on the order in which the evidence came."""
+    groups, base, frame, judge = _begun(frame, baseline, threshold)
     per_run = _per_run_fits(frame, set(families))
     masks: dict[tuple[str, object], np.ndarray] = {}
     measured = []
     for figure in measured_figures(frame):
         measured += _measured_rows(frame, figure, groups, base, judge, masks)
     return TableStart(groups, base, frame, judge, measured, per_run)
+
+
+def table_part(frame: pd.DataFrame, baseline: str | None, threshold: float = verdicts.THRESHOLD) -> TablePart:
+    """``table_start`` as a worker sends it back (``TablePart``)."""
+    start = table_start(frame, baseline, threshold)
+    return TablePart(start.measured, start.judge.evidence, start.per_run)
+
+
+def _table_begun(frame: pd.DataFrame, baseline: str | None, threshold: float, part: TablePart) -> TableStart:
+    """The ``TableStart`` of ``part``, received from a worker."""
+    groups, base, frame, judge = _begun(frame, baseline, threshold, part.evidence)
+    return TableStart(groups, base, frame, judge, part.measured, part.per_run)
+
+
+def _begun(
+    frame: pd.DataFrame, baseline: str | None, threshold: float, evidence: Sequence[verdicts.Evidence] = ()
+) -> tuple[list[str], str, pd.DataFrame, _Judge]:
+    """A table's groups, baseline, frame with sources and judge (holding ``evidence``, collected before)."""
+    groups = frame_groups(frame)
+    base = choose_baseline(groups, baseline)
+    frame = _with_sources(frame)
+    return groups, base, frame, _Judge(frame, threshold, evidence)
 
 
 def _per_run_fits(frame: pd.DataFrame, families: set[str]) -> dict[str, pd.DataFrame]:

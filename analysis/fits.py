@@ -88,10 +88,7 @@ def has_cases(frame: pd.DataFrame, cases: tuple[str, ...], device: str | None = 
 
 
 def fit_all(
-    frame: pd.DataFrame,
-    predictions: bool = True,
-    memo: Memo | None = None,
-    meanwhile: Callable[[], object] | None = None,
+    frame: pd.DataFrame, predictions: bool = True, memo: Memo | None = None, beside: Beside | None = None
 ) -> Fits:
     """Fit every family present in ``frame`` once, so the table, the figures, the report and the summary
     agree; the decode steps are predicted from these same host and launch fits. ``predictions``: False
@@ -99,13 +96,12 @@ def fit_all(
     shows the fitted figures only (``python -m analysis compare``), or that predicts later
     (``with_predictions``: a report draws the fitted laws' figures meanwhile). ``memo``: where fits computed
     before from the same rows are kept (``analysis.memo``): the whole frame's, else each machine's.
-    ``meanwhile``: called here while worker processes fit (work of the caller's that needs no fit, such as
-    ``analysis.compare.table_start``); not called where no worker fits (every fit kept, one CPU, or
-    threads instead of processes): the caller then does that work itself when it needs it."""
+    ``beside``: work of the caller's that needs no fit (``Beside``), made by one of the forked workers that
+    fit."""
     if memo is None:
-        fitted = _fit_all(frame, None, meanwhile)
+        fitted = _fit_all(frame, None, beside)
     else:
-        fitted = memo.cached(memo.key("fit_all", frame), lambda: _fit_all(frame, memo, meanwhile))
+        fitted = memo.cached(memo.key("fit_all", frame), lambda: _fit_all(frame, memo, beside))
     return with_predictions(frame, fitted, memo) if predictions else fitted
 
 
@@ -124,12 +120,24 @@ def predictions_key(memo: Memo, frame: pd.DataFrame, fits: Fits) -> str:
     return memo.key("predictions", frame, fits)
 
 
-def _fit_all(frame: pd.DataFrame, memo: Memo | None, meanwhile: Callable[[], object] | None = None) -> Fits:
+@dataclass
+class Beside:
+    """A call (a function and its arguments) that ``fit_all`` has one of its forked fitting workers make
+    beside the fits, the worker inheriting both (nothing is sent; ``analysis.compare.table_part``, which
+    took the command a second while the workers fit in less); its result in ``result`` once the fits are
+    made, nothing where no worker was forked (every fit kept, one CPU, threads where workers are not
+    forked): the caller then makes the call itself."""
+
+    call: tuple[Callable[..., object], tuple[object, ...]]
+    result: list[object] = field(default_factory=list)
+
+
+def _fit_all(frame: pd.DataFrame, memo: Memo | None, beside: Beside | None = None) -> Fits:
     empty = pd.DataFrame()
     families = [_Family(fit_host, HOST_COLUMNS, "host"), _Family(fit_calls, CALL_COLUMNS, "calls")]
     if has_cases(frame, CUDA_CASES, "cuda"):
         families.append(_Family(fit_launch, FIT_COLUMNS, "launch"))
-    fitted = _per_machine(families, frame, memo, meanwhile)
+    fitted = _per_machine(families, frame, memo, beside)
     launch = fitted.get("launch", pd.DataFrame(columns=list(FIT_COLUMNS)))
     return Fits(fitted["host"], empty, launch, empty, empty, empty, fitted["calls"])
 
@@ -148,12 +156,12 @@ def _per_machine(
     families: list[_Family],
     frame: pd.DataFrame,
     memo: Memo | None = None,
-    meanwhile: Callable[[], object] | None = None,
+    beside: Beside | None = None,
 ) -> dict[str, pd.DataFrame]:
     """Each family's ``fit(frame)``, by name, fitted machine by machine side by side (see the module
     docstring): the same rows, in the same order (by machine id), as one call. With ``memo``, a machine
     whose rows were fitted before (by the fit of that family) is read back, and only the others are fitted;
-    every family's machines share one set of workers; ``meanwhile`` as ``fit_all``'s."""
+    every family's machines share one set of workers; ``beside`` as ``fit_all``'s."""
     if frame.empty or "machine_id" not in frame:
         return {family.name: family.fit(frame) for family in families}
     where = frame.groupby("machine_id", sort=True, observed=True).indices
@@ -181,7 +189,7 @@ def _per_machine(
         fitted = [fit_one(job) for job in todo]
     elif forks(pool_context()):  # forked workers, which inherit the frame
         jobs_todo = [(family.fit, machines[index]) for family, index in todo]
-        fitted = _forked_fits(frame, jobs_todo, workers, meanwhile)
+        fitted = _forked_fits(frame, jobs_todo, workers, beside)
     else:
         with ThreadPoolExecutor(max_workers=workers) as pool:
             fitted = list(pool.map(fit_one, todo))
@@ -203,18 +211,22 @@ def _forked_fits(
     frame: pd.DataFrame,
     jobs: list[tuple[Callable[[pd.DataFrame], pd.DataFrame], np.ndarray]],
     workers: int,
-    meanwhile: Callable[[], object] | None = None,
+    beside: Beside | None = None,
 ) -> list[pd.DataFrame]:
     """Each job's fit of ``frame``'s rows at its positions, in ``workers`` forked processes that inherit the
     frame and the jobs (copied only where written: ``frozen_heap`` keeps the collector from writing into
     every object) and send back the fitted rows: the loaders' pool (``analysis.load.start_workers``), so a
-    worker killed is one line (``WorkerLost``) and the workers end with the command. ``meanwhile`` is
-    called here while they fit."""
-    _FITTING[:] = [(frame, jobs)]
+    worker killed is one line (``WorkerLost``) and the workers end with the command. ``beside``'s call is
+    made first, by the first worker free, into its ``result``."""
+    _FITTING[:] = [(frame, jobs, beside.call if beside is not None else None)]
     try:
         with frozen_heap():
             calls = [(_fit_inherited, (index,)) for index in range(len(jobs))]
-            return run_workers(workers, None, calls, _lost_line, meanwhile)
+            if beside is None:
+                return run_workers(workers, None, calls, _lost_line)
+            made, *fitted = run_workers(workers, None, [(_beside_inherited, ()), *calls], _lost_line)
+            beside.result.append(made)
+            return fitted
     finally:
         _FITTING.clear()
 
@@ -223,13 +235,26 @@ def _forked_fits(
 _lost_line = lost_line("a fitting worker process", "its machines were fitted", "run the command again")
 
 
-#: The frame and jobs of the ``_forked_fits`` under way, inherited by its forked workers (never sent).
-_FITTING: list[tuple[pd.DataFrame, list[tuple[Callable[[pd.DataFrame], pd.DataFrame], np.ndarray]]]] = []
+#: The frame, jobs and call beside them of the ``_forked_fits`` under way, inherited by its forked workers
+#: (never sent).
+_FITTING: list[
+    tuple[
+        pd.DataFrame,
+        list[tuple[Callable[[pd.DataFrame], pd.DataFrame], np.ndarray]],
+        tuple[Callable[..., object], tuple[object, ...]] | None,
+    ]
+] = []
+
+
+def _beside_inherited() -> object:
+    """In a forked worker: the inherited call beside the fits (``Beside``)."""
+    function, args = _FITTING[0][2]
+    return function(*args)
 
 
 def _fit_inherited(index: int) -> pd.DataFrame:
     """In a forked worker: the fit of inherited job ``index``, of the inherited frame's rows."""
-    frame, jobs = _FITTING[0]
+    frame, jobs, _ = _FITTING[0]
     fit, positions = jobs[index]
     return fit(frame.iloc[positions])
 

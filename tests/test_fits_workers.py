@@ -1,7 +1,7 @@
 """The machines' fits made side by side (``analysis.fits``): in forked worker processes, which inherit the
 frame, where the command may fork (no JAX or PyTorch loaded), else in threads; the tables are those of
-fitting the machines one after another, the comparison table started while they fit is the table made
-after them, and a worker killed while it fits is one line, not a hang.
+fitting the machines one after another, the comparison table started by a worker beside them is the table
+made after them, and a worker killed while it fits is one line, not a hang.
 
 Each check runs in a fresh interpreter: JAX, which other tests of a session load, makes the command fit in
 threads, and the forked path is the one a user's command takes.
@@ -69,13 +69,15 @@ for name in ("host", "calls"):
     assert not getattr(serial, name).empty, name
     pd.testing.assert_frame_equal(getattr(side_by_side, name), getattr(serial, name))
     pd.testing.assert_frame_equal(getattr(kept, name), getattr(serial, name))
-# The caller's work meanwhile runs while workers fit, and only then.
-called = []
-fits.fit_all(frame, predictions=False, meanwhile=lambda: called.append("forked"))
+# The call beside the fits is made by a forked worker, and only there.
+import os
+forked_beside, serial_beside = fits.Beside((os.getpid, ())), fits.Beside((os.getpid, ()))
+fits.fit_all(frame, predictions=False, beside=forked_beside)
 with mock.patch.object(fits, "usable_cpus", lambda: 1):
-    fits.fit_all(frame, predictions=False, meanwhile=lambda: called.append("serial"))
-assert called == ["forked"], called
-# The table started while the machines are fitted (its measured figures' evidence first) is the same table.
+    fits.fit_all(frame, predictions=False, beside=serial_beside)
+assert len(forked_beside.result) == 1 and forked_beside.result[0] != os.getpid(), forked_beside.result
+assert serial_beside.result == [], serial_beside.result
+# The table started beside the machines' fits (its measured figures' evidence first) is the same table.
 from analysis.compare import figure_table, fitted_and_started
 plain = figure_table(frame, serial, None)
 assert plain.attrs["verdicts"].judged > 0

@@ -42,14 +42,12 @@ def _timed(name: str, function: Callable) -> Callable:
 
 def main(argv: list[str]) -> int:
     sys.path.insert(0, str(Path.cwd()))  # the current folder's analysis, not an installed one
-    command, compare, figures, load, report = (
-        importlib.import_module(f"analysis.{name}")
-        for name in ("__main__", "compare", "figures", "load", "report")
+    command, figures, load, report = (
+        importlib.import_module(f"analysis.{name}") for name in ("__main__", "figures", "load", "report")
     )
     load.map_batches = _timed("loading (map_batches)", load.map_batches)
     command._load = _timed("loading and choosing the runs (_load)", command._load)
     report.fitted_and_started = _timed("fits (fitted_and_started)", report.fitted_and_started)
-    compare.table_start = _timed("the table's start, while the fits run (table_start)", compare.table_start)
     report.compared_table = _timed("table (compared_table)", report.compared_table)
     figures.Drawing.beside_result = _timed(
         "waiting for the predictions (Drawing.beside_result)", figures.Drawing.beside_result
