@@ -66,10 +66,23 @@ def test_the_benchmark_steps_measure_every_case_once(figures: dict) -> None:
     done = _run(
         "-m", "pytest", "benchmarks", "--ignore=benchmarks/test_framework_calls.py", "--collect-only", "-q"
     )
-    every = {line for line in done.stdout.splitlines() if "::" in line}
+    every = set(gpu_budget.with_dram_case(tuple(line for line in done.stdout.splitlines() if "::" in line)))
     steps = {step["name"]: step["cases"] for step in figures["steps"]}
     measured = steps["gpu-bench"] + steps["frameworks"] + steps["cpu-bench"]
     assert sorted(measured) == sorted(every), "a case measured twice or not at all"
+
+
+def test_the_dram_size_is_counted_whatever_this_machine_s_cache() -> None:
+    """The GPU server's last-level cache asks for ``ufunc_size``'s DRAM size; a machine whose cache does not
+    (this VM's 32 MiB) gets the same table."""
+    from benchmarks.test_numpy_calls import SIZES
+
+    sizes = tuple(f"benchmarks/test_numpy_calls.py::test_ufunc_size[{n}]" for n in SIZES)
+    other = ("benchmarks/test_host_bandwidth.py::test_read",)
+    assert gpu_budget.with_dram_case(other + sizes) == (*other, *sizes, gpu_budget.DRAM_CASE)
+    past = (*sizes, "benchmarks/test_numpy_calls.py::test_ufunc_size[33554432]")
+    assert gpu_budget.with_dram_case(past) == past
+    assert gpu_budget.with_dram_case(other) == other
 
 
 def _step(name: str, limit_s: int, estimate_s: float) -> object:
