@@ -478,14 +478,17 @@ def _report(args: argparse.Namespace) -> int:
     predicted with errors, the machine comparison, and the figures it links (PNG; SVG too with
     --formats png,svg)."""
     from analysis.load import FIGURE_MODULES
-    from analysis.report import OWNER, REPORT_NAME, write_report
+    from analysis.output import REPORT_NAME, REPORT_OWNER
 
     with _out_folder(args) as out:
-        check_replaceable(out, OWNER, [REPORT_NAME], args.force)
+        check_replaceable(out, REPORT_OWNER, [REPORT_NAME], args.force)
         memo = _memo(args)  # before the runs load: the code version is taken at the command's start
-        # Imported while the files load: the verdicts' correction (scipy.stats) and the figures' modules
-        # (matplotlib); a report whose every file is in the cache imports them only where it draws.
-        selection = _load(args, "scipy.stats", *FIGURE_MODULES)
+        # Imported while the files load: the report's code, the verdicts' correction (scipy.stats) and the
+        # figures' modules (matplotlib); a report whose every file is in the cache imports them only where
+        # it draws.
+        selection = _load(args, "analysis.report", "scipy.stats", *FIGURE_MODULES)
+        from analysis.report import write_report
+
         written = write_report(
             selection, out_dir=out, baseline=args.baseline, force=args.force, formats=args.formats, memo=memo
         )
@@ -783,7 +786,7 @@ def _plot(args: argparse.Namespace) -> int:
 def _refuse_a_report(out: Path) -> None:
     """``CLIError`` when ``out`` holds a report: its report.md links the figures in ``out/figures``, and
     figures of other runs (or other groups) there would contradict it. Checked before anything is loaded."""
-    from analysis.report import REPORT_NAME
+    from analysis.output import REPORT_NAME
 
     if (out / REPORT_NAME).exists():
         raise CLIError(

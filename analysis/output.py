@@ -74,6 +74,10 @@ MANIFEST_VERSION = 1
 _STAGING_PREFIX = ".launchbench-staging-"
 #: The file formats figures can be written in (PNG to look at, SVG to zoom into); here rather than in
 #: ``analysis.figures`` so the command line can offer them without importing matplotlib.
+#: ``analysis.report``'s file in the output folder, and its name in the folder's manifest (here, not there:
+#: the command checks the folder before it loads the runs, and imports the report's code while they load).
+REPORT_NAME = "report.md"
+REPORT_OWNER = "report"
 FIGURE_FORMATS = ("png", "svg")
 #: The formats written unless others are asked for (``--formats``): PNG alone. Each format is one more
 #: rendering of every figure: SVG takes about as long as PNG to write and 1.4–2.4 times its bytes (the

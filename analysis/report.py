@@ -24,7 +24,7 @@ from analysis.figures import FIGURES_DIR, FIGURES_OWNER, PREDICTION_FIGURES, sta
 from analysis.fits import Fits, predictions_key, with_predictions
 from analysis.host import BANDWIDTH_OPS
 from analysis.memo import Memo
-from analysis.output import DEFAULT_FIGURE_FORMATS, publish_whole, staging
+from analysis.output import DEFAULT_FIGURE_FORMATS, REPORT_NAME, REPORT_OWNER, publish_whole, staging
 from analysis.render import figure_lines, markdown_table, with_interval
 from analysis.runs import Selection, selection_lines
 from analysis.steady import frame_steadiness_line
@@ -39,10 +39,9 @@ from model.units import (
     fmt_time,
 )
 
-REPORT_NAME = "report.md"
 #: The report's name for report.md in the output folder's manifest (``analysis.output``); its figures are
 #: ``analysis.figures.FIGURES_OWNER``'s, shared with ``plot``, which writes the same files.
-OWNER = "report"
+OWNER = REPORT_OWNER
 
 
 @dataclass(frozen=True)
