@@ -124,6 +124,11 @@ def may_fork() -> bool:
     )
 
 
+#: How much lower the storing child's CPU priority is than the command's (``os.nice``): it gets what the
+#: command and its workers leave.
+_STORE_NICENESS = 10
+
+
 def _store_in_child(cache: RunCache, columns: Mapping[str, object], files: Sequence[Fresh]) -> NoReturn:
     """The forked child of ``RunCache.store_behind``: write the segment and end, whatever happens (as
     ``store``, a problem or a stop signal leaves no segment), without the parent's exit handlers. It writes
@@ -131,6 +136,9 @@ def _store_in_child(cache: RunCache, columns: Mapping[str, object], files: Seque
     no garbage: a collection would touch every object inherited, copying the parent's memory page by page."""
     try:
         gc.disable()
+        # Behind the command, on a CPU it leaves idle: at its priority the child took a CPU from the
+        # command's fitting workers.
+        os.nice(_STORE_NICENESS)
         quiet = os.open(os.devnull, os.O_RDWR)
         for stream in (0, 1, 2):
             os.dup2(quiet, stream)
