@@ -190,17 +190,17 @@ def test_figures_started_before_the_table_are_the_files_drawn_one_after_another(
 def _report_order(frame: pd.DataFrame, folder: Path, formats: tuple[str, ...], workers: int) -> tuple:
     """The report's drawing (``analysis.report``): the fitted laws' figures started first, the predictions
     made beside them by a worker, the table's figure drawn here; (the files, the fits, whether a worker
-    made the predictions)."""
+    made the predictions and the figures it held back until the predictions' were added)."""
     fitted = fit_all(frame, predictions=False)
     beside = (with_predictions, (frame, fitted))
     with start_figures(
         frame, fitted, folder, formats, workers=workers, later=PREDICTION_FIGURES, beside=beside
     ) as drawing:
-        by_worker = drawing._beside_future is not None
+        by_worker, held = drawing._beside_future is not None, list(drawing._held)
         table = figure_table(frame, fitted, None)
         fits = drawing.beside_result()
         drawing.add(PREDICTION_FIGURES, fits)
-        return drawing.finish(table), fits, by_worker
+        return drawing.finish(table), fits, by_worker, held
 
 
 def test_figures_started_stage_by_stage_are_the_files_drawn_one_after_another(
@@ -210,8 +210,9 @@ def test_figures_started_stage_by_stage_are_the_files_drawn_one_after_another(
     meanwhile and their figures added (``Drawing.add``), the table's figure drawn by the command: the
     files drawn one after another, in reading order, and the predictions ``fit_all``'s."""
     frame, fits, _ = inputs
-    files, made, by_worker = _report_order(frame, tmp_path / "staged", ("png", "svg"), workers=2)
+    files, made, by_worker, held = _report_order(frame, tmp_path / "staged", ("png", "svg"), workers=2)
     assert by_worker == forks(pool_context())  # forked workers (JAX, loaded by other tests, forbids them)
+    assert bool(held) == by_worker  # one figure beside the predictions, the others after theirs
     assert [path.name for path in serial] == [path.name for path in files]
     assert _digests(serial) == _digests(files)
     for name in ("host", "many_vs_one", "launch", "spin", "decode_demo", "decode_steps", "calls"):
@@ -234,12 +235,12 @@ def test_the_predictions_are_made_by_the_command_where_no_worker_is_forked(
     whole frame: the command makes the predictions itself, when it asks for them."""
     frame, fits, _ = inputs
     pngs = [path for path in serial if path.suffix == ".png"]
-    one, made, by_worker = _report_order(frame, tmp_path / "one", ("png",), workers=1)
-    assert not by_worker and _digests(one) == _digests(pngs)
+    one, made, by_worker, held = _report_order(frame, tmp_path / "one", ("png",), workers=1)
+    assert not by_worker and not held and _digests(one) == _digests(pngs)
     pd.testing.assert_frame_equal(made.decode_steps, fits.decode_steps)
     with mock.patch("analysis.load.THREADED_RUNTIMES", ("analysis.load",)):  # as if JAX were loaded
-        served, made, by_worker = _report_order(frame, tmp_path / "served", ("png",), workers=2)
-    assert not by_worker and _digests(served) == _digests(pngs)
+        served, made, by_worker, held = _report_order(frame, tmp_path / "served", ("png",), workers=2)
+    assert not by_worker and not held and _digests(served) == _digests(pngs)
     pd.testing.assert_frame_equal(made.many_vs_one, fits.many_vs_one)
 
 

@@ -181,6 +181,7 @@ class Drawing:
         self._frozen = contextlib.ExitStack()  # ``frozen_heap`` while forked workers draw
         self._beside, self._beside_future = beside, None
         self._later = set(later)  # the stems ``add`` has yet to start
+        self._held: list[str] = []  # inherited stems started after ``add``'s (``_start``)
         self._drawn: dict[str, list[Path]] = {}
         if self._workers < 2:
             self._draw_here(todo)
@@ -216,6 +217,7 @@ class Drawing:
         self.jobs = figure_jobs(self._frame, fits, pd.DataFrame())
         self._later.difference_update(stems)
         self._submit({stem: self.jobs[stem] for stem in stems})
+        self._submit_held()
 
     def finish(self, table: pd.DataFrame) -> list[Path]:
         """Draw the table's figures (``TABLE_FIGURES``) of ``table`` (``analysis.compare.figure_table`` of the
@@ -224,6 +226,7 @@ class Drawing:
         left for later (``start_figures``' ``later``) was never added."""
         if self._later:
             raise ValueError(f"figures left for later were never added: {', '.join(sorted(self._later))}")
+        self._submit_held()
         self.jobs = figure_jobs(self._frame, self._fits, table)
         self._draw_here(self._not_kept({stem: self.jobs[stem] for stem in TABLE_FIGURES}))
         try:
@@ -256,6 +259,20 @@ class Drawing:
             self._pending.update(
                 (stem, self._pool.submit(_draw, stem, job, self.folder, self.formats))
                 for stem, job in todo.items()
+            )
+        except BrokenProcessPool as exc:
+            self._stop()
+            raise WorkerLost(_lost_line(self._started)) from exc
+
+    def _submit_held(self) -> None:
+        """Start the figures ``_start`` held back, which the workers inherited; a worker lost meanwhile is
+        ``WorkerLost``, the pool ended."""
+        held, self._held = self._held, []
+        if not held or self._pool is None:
+            return
+        try:
+            self._pending.update(
+                (stem, self._pool.submit(_draw_inherited, stem, self.folder, self.formats)) for stem in held
             )
         except BrokenProcessPool as exc:
             self._stop()
@@ -298,11 +315,17 @@ class Drawing:
             _INHERITED.update(jobs)
             _BESIDE[:] = [self._beside] if beside else []
             self._frozen.enter_context(frozen_heap())
+        stems = list(jobs)
+        if beside and self._later:
+            # The figures of the predictions (``add``) are the longest: while a worker predicts, the others
+            # take one figure each, and the rest wait behind ``add``'s, not ahead of them (the longest
+            # figure, drawn last, was the command's last second).
+            stems, self._held = stems[: self._workers - 1], stems[self._workers - 1 :]
         calls = [
             (_draw_inherited, (stem, self.folder, self.formats))
             if self._forked
-            else (_draw, (stem, job, self.folder, self.formats))
-            for stem, job in jobs.items()
+            else (_draw, (stem, jobs[stem], self.folder, self.formats))
+            for stem in stems
         ]
         try:  # the call beside first: a worker takes it at once
             self._pool, futures = start_workers(
@@ -314,7 +337,7 @@ class Drawing:
         self._started = worker_processes(self._pool)  # kept: a broken pool forgets its processes
         if beside:
             self._beside_future = futures.pop(0)
-        self._pending = dict(zip(jobs, futures, strict=True))
+        self._pending = dict(zip(stems, futures, strict=True))
 
     def _stop(self) -> None:
         """End the workers (``stop_workers``) and forget what they inherited; idempotent."""
