@@ -18,6 +18,7 @@ noise a difference is judged against.
 
 from __future__ import annotations
 
+import copy
 import math
 import re
 from collections.abc import Collection, Iterable, Mapping, Sequence
@@ -965,6 +966,13 @@ class _Judge:
         """The evidence collected so far, numbered as ``add`` numbered it."""
         return list(self._items)
 
+    def branch(self) -> _Judge:
+        """A judge holding this one's evidence so far, which collects its own from there: a table's start
+        (``TableStart``) may begin more than one table, and each corrects its own verdicts alone."""
+        judge = copy.copy(self)
+        judge._items = list(self._items)
+        return judge
+
     def _labels(self, sources: pd.Index) -> np.ndarray:
         """The group of each of ``sources`` (None where unknown), kept for the next call: a figure's groups
         are judged one after another against the same runs (a fleet: 10³ runs, 10 groups, 400 figures)."""
@@ -1124,8 +1132,8 @@ def figure_table(
     ``evidence`` says what it rested on. ``attrs["baseline"]`` names the baseline group,
     ``attrs["verdicts"]`` the correction (``analysis.verdicts.Judged``).
 
-    ``start``: ``table_start(frame, baseline, threshold)``, made before (while the fits were made): the
-    same table.
+    ``start``: ``table_start(frame, baseline, threshold)``, made before (by a fitting worker,
+    ``fitted_and_started``): the same table.
     """
     tables = {"host": fits.host, "launch": wide_launch(fits.launch), "calls": wide_calls(fits.calls)}
     specs = [
@@ -1134,7 +1142,7 @@ def figure_table(
         if spec.column in tables[spec.table].columns
     ]
     start = start if start is not None else table_start(frame, baseline, threshold, families=())
-    groups, base, frame, judge = start.groups, start.base, start.frame, start.judge
+    groups, base, frame, judge = start.groups, start.base, start.frame, start.judge.branch()
     needed = {spec.table for spec in specs}
     per_run = {family: start.per_run[family] for family in needed & set(start.per_run)}
     per_run.update(_per_run_fits(frame, needed - set(per_run)))

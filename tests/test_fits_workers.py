@@ -85,6 +85,7 @@ started_fits, start = fitted_and_started(frame, plain.attrs["baseline"])
 assert start is not None and start.measured
 started = figure_table(frame, started_fits, None, start=start)
 pd.testing.assert_frame_equal(started, plain)
+pd.testing.assert_frame_equal(figure_table(frame, started_fits, None, start=start), plain)  # a start twice
 assert started.attrs["verdicts"].marks == plain.attrs["verdicts"].marks
 assert started.attrs["verdicts"].adjusted_p == plain.attrs["verdicts"].adjusted_p
 print("same")
