@@ -570,7 +570,7 @@ def _compare(args: argparse.Namespace) -> int:
     if args.points:
         table = point_table(frame, groups.baseline.label, args.threshold)
         return _print_cases(args, head, table, groups, point_columns(frame), ("median",))
-    # The table's measured figures are judged while worker processes fit the machines.
+    # The table's measured figures are judged by a fitting worker, beside the machines' fits.
     fits, start = fitted_and_started(frame, groups.baseline.label, memo, args.threshold)
     table = compared_table(frame, fits, groups.baseline.label, memo, args.threshold, start)
     return _print_figures(args, head, table, groups)

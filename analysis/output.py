@@ -75,7 +75,8 @@ _STAGING_PREFIX = ".launchbench-staging-"
 #: The file formats figures can be written in (PNG to look at, SVG to zoom into); here rather than in
 #: ``analysis.figures`` so the command line can offer them without importing matplotlib.
 #: ``analysis.report``'s file in the output folder, and its name in the folder's manifest (here, not there:
-#: the command checks the folder before it loads the runs, and imports the report's code while they load).
+#: the command checks the folder before it loads the runs, and imports the report's code while they load);
+#: its figures are ``analysis.figures.FIGURES_OWNER``'s, shared with ``plot``, which writes the same files.
 REPORT_NAME = "report.md"
 REPORT_OWNER = "report"
 FIGURE_FORMATS = ("png", "svg")

@@ -39,10 +39,6 @@ from model.units import (
     fmt_time,
 )
 
-#: The report's name for report.md in the output folder's manifest (``analysis.output``); its figures are
-#: ``analysis.figures.FIGURES_OWNER``'s, shared with ``plot``, which writes the same files.
-OWNER = REPORT_OWNER
-
 
 @dataclass(frozen=True)
 class WrittenReport:
@@ -582,7 +578,7 @@ def write_report(
     out_dir.mkdir(parents=True, exist_ok=True)
     with staging(out_dir) as stage:
         written = _write_report(selection, stage, baseline, formats, memo)
-        published = publish_whole(stage, out_dir, {FIGURES_DIR: FIGURES_OWNER, "": OWNER}, force)
+        published = publish_whole(stage, out_dir, {FIGURES_DIR: FIGURES_OWNER, "": REPORT_OWNER}, force)
     return WrittenReport(
         path=out_dir / REPORT_NAME,
         figures=tuple(out_dir / path.relative_to(stage) for path in written.figures),
@@ -600,7 +596,7 @@ def _write_report(
     # rows of each frame it keys once, 0.6 s for 1,000 quick runs.
     frame = with_run_kinds(result.frame, result.runs)
     groups = group_runs(result.runs, BY_MACHINE, baseline)
-    # The table's measured figures are judged while worker processes fit the machines.
+    # The table's measured figures are judged by a fitting worker, beside the machines' fits.
     fitted, start = fitted_and_started(frame, groups.baseline.label, memo)
     # Worker processes draw the figures of the fitted laws while the table is computed here, and make the
     # predictions (unless kept, ``analysis.memo``) before they draw; then they draw the predictions'

@@ -255,24 +255,19 @@ class Drawing:
             self._draw_here(todo)
             return
         self._import(todo)
-        try:
-            self._pending.update(
-                (stem, self._pool.submit(_draw, stem, job, self.folder, self.formats))
-                for stem, job in todo.items()
-            )
-        except BrokenProcessPool as exc:
-            self._stop()
-            raise WorkerLost(_lost_line(self._started)) from exc
+        self._send({stem: (_draw, (stem, job, self.folder, self.formats)) for stem, job in todo.items()})
 
     def _submit_held(self) -> None:
-        """Start the figures ``_start`` held back, which the workers inherited; a worker lost meanwhile is
-        ``WorkerLost``, the pool ended."""
+        """Start the figures ``_start`` held back, which the workers inherited."""
         held, self._held = self._held, []
-        if not held or self._pool is None:
-            return
+        if held and self._pool is not None:
+            self._send({stem: (_draw_inherited, (stem, self.folder, self.formats)) for stem in held})
+
+    def _send(self, calls: dict[str, tuple[Callable[..., list[Path]], tuple[object, ...]]]) -> None:
+        """Submit each stem's call to the pool; a worker lost meanwhile is ``WorkerLost``, the pool ended."""
         try:
             self._pending.update(
-                (stem, self._pool.submit(_draw_inherited, stem, self.folder, self.formats)) for stem in held
+                (stem, self._pool.submit(function, *args)) for stem, (function, args) in calls.items()
             )
         except BrokenProcessPool as exc:
             self._stop()
